@@ -1,0 +1,166 @@
+"""Django settings, read from the environment (django-environ).
+
+Every knob is an environment variable with a default that works on a laptop with no keys:
+see the README's Configuration table.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import environ
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+env = environ.Env()
+environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+DEBUG = env.bool("DEBUG", default=True)
+SECRET_KEY = env("SECRET_KEY", default="dev-only-insecure-secret-key-change-me-in-production")
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"])
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "django_q",
+    "channels",
+    "airweave.tenancy",
+    "airweave.collections",
+    "connectors",
+    "search",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "airweave.urls"
+APPEND_SLASH = False
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+WSGI_APPLICATION = "airweave.wsgi.application"
+ASGI_APPLICATION = "airweave.asgi.application"
+
+# --- Database: DATABASE_URL, else the embedded PostgreSQL with pgvector (DESIGN §2) ---
+AIRWEAVE_DATA_DIR = Path(env("AIRWEAVE_DATA_DIR", default=str(BASE_DIR / ".data")))
+if env("DATABASE_URL", default=""):
+    DATABASES = {"default": env.db("DATABASE_URL")}
+else:
+    from airweave.embedded_db import start as _start_embedded_db
+
+    DATABASES = {"default": _start_embedded_db(AIRWEAVE_DATA_DIR)}
+DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("DB_CONN_MAX_AGE", default=0))
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_USER_MODEL = "tenancy.User"
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = BASE_DIR / "staticfiles"
+
+# --- REST API ---
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "airweave.api.authentication.APIKeyAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["airweave.api.permissions.HasOrganization"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "EXCEPTION_HANDLER": "airweave.api.errors.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "UNAUTHENTICATED_USER": None,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Airweave-compatible context retrieval API",
+    "DESCRIPTION": "Collections, sources, source connections and search.",
+    "VERSION": "0.1.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+
+# --- Workers (django-q2, ORM broker) ---
+Q_CLUSTER = {
+    "name": "airweave",
+    "orm": "default",
+    "workers": env.int("AIRWEAVE_WORKERS", default=1),
+    "timeout": env.int("AIRWEAVE_JOB_TIMEOUT_SECONDS", default=6 * 3600),
+    "retry": env.int("AIRWEAVE_JOB_TIMEOUT_SECONDS", default=6 * 3600) + 60,
+    "max_attempts": 1,
+    "poll": 0.5,
+    "catch_up": False,
+    "sync": env.bool("AIRWEAVE_SYNC_TASKS_INLINE", default=False),
+}
+
+# --- Channels: Redis when REDIS_URL is set ---
+REDIS_URL = env("REDIS_URL", default="")
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [REDIS_URL]}}
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+# --- Product limits and defaults ---
+AIRWEAVE_DEFAULT_ORG = env("AIRWEAVE_DEFAULT_ORG", default="default")
+AIRWEAVE_MAX_FILE_BYTES = env.int("AIRWEAVE_MAX_FILE_BYTES", default=25 * 1024 * 1024)
+AIRWEAVE_LOCAL_ROOTS = [
+    p for p in env("AIRWEAVE_LOCAL_ROOTS", default=os.pathsep.join([str(Path.home()), str(BASE_DIR)])).split(os.pathsep) if p
+]
+# Chunking is measured in the embedding model's own tokens; never above its max sequence length.
+AIRWEAVE_CHUNK_TOKENS = env.int("AIRWEAVE_CHUNK_TOKENS", default=256)
+AIRWEAVE_CHUNK_OVERLAP_TOKENS = env.int("AIRWEAVE_CHUNK_OVERLAP_TOKENS", default=32)
+AIRWEAVE_EMBEDDING_BATCH_SIZE = env.int("AIRWEAVE_EMBEDDING_BATCH_SIZE", default=64)
+AIRWEAVE_DEFAULT_EMBEDDING_MODEL = env("AIRWEAVE_DEFAULT_EMBEDDING_MODEL", default="local/all-MiniLM-L6-v2")
+# No deletions when a full listing returns fewer than this fraction of the entities seen before.
+AIRWEAVE_PARTIAL_LISTING_RATIO = env.float("AIRWEAVE_PARTIAL_LISTING_RATIO", default=0.5)
+# Collections with fewer chunks than this are scanned exactly instead of through HNSW.
+AIRWEAVE_EXACT_SCAN_MAX_CHUNKS = env.int("AIRWEAVE_EXACT_SCAN_MAX_CHUNKS", default=20000)
+# Jobs without progress for this long are failed by the sweeper.
+AIRWEAVE_STUCK_JOB_MINUTES = env.int("AIRWEAVE_STUCK_JOB_MINUTES", default=30)
+# Fernet keys for credentials at rest, newest first (comma-separated). Default: derived from SECRET_KEY.
+AIRWEAVE_FERNET_KEYS = env.list("AIRWEAVE_FERNET_KEYS", default=[])
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env("LOG_LEVEL", default="INFO")},
+    "loggers": {"pgserver": {"level": "WARNING"}, "httpx": {"level": "WARNING"}},
+}

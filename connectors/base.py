@@ -1,0 +1,241 @@
+"""The source contract: what a source declares, and the entities it yields.
+
+A source is one class under `connectors/sources/`, decorated with `@source(...)`. It declares
+its capabilities as data (auth methods, typed config and auth fields, continuous, federated,
+access control) and yields entities from `generate_entities(cursor)`. The sync pipeline decides
+what to do with them; a source never touches the database.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, ClassVar, Iterator
+
+
+class SourceError(Exception):
+    """A failure of the whole source (bad config, unreachable service). Fails the sync job.
+
+    `category` is a short machine-readable tag, e.g. "config_error", "auth_error".
+    """
+
+    def __init__(self, message: str, category: str = "source_error"):
+        super().__init__(message)
+        self.category = category
+
+
+class SkipEntity(Exception):
+    """One entity cannot be indexed (unreadable, encrypted, empty, too large).
+
+    Counted as skipped on the job with `reason`; never fails the sync.
+    """
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class ConfigField:
+    """One typed field of a source's config or auth declaration (API.md ConfigField)."""
+
+    name: str
+    title: str
+    type: str = "string"  # "string" | "integer" | "boolean" | "array" | "number"
+    description: str = ""
+    required: bool = False
+    items_type: str | None = None
+    is_secret: bool = False
+    enum_values: tuple[str, ...] | None = None
+    default: Any = None
+
+    def as_dict(self) -> dict:
+        out = {"name": self.name, "title": self.title, "description": self.description or None,
+               "type": self.type, "required": self.required, "is_secret": self.is_secret}
+        if self.items_type:
+            out["items_type"] = self.items_type
+        if self.enum_values:
+            out["enum_values"] = list(self.enum_values)
+        return out
+
+
+@dataclass(frozen=True)
+class Breadcrumb:
+    """One ancestor of an entity (a folder, a page, a channel)."""
+
+    entity_id: str
+    name: str
+    entity_type: str
+
+    def as_dict(self) -> dict:
+        return {"entity_id": self.entity_id, "name": self.name, "entity_type": self.entity_type}
+
+
+@dataclass
+class BaseEntity:
+    """An item of a source. `entity_id` is stable across runs and unique within the connection.
+
+    Subclasses name the entity type (their class name) and say how their text is obtained:
+    `textual_representation()` for structured items, or a file to convert (FileEntity).
+    `access_viewers` holds principals (`user:<email>`, `group:<id>`); `access_is_public`
+    opens the entity to the whole organization.
+    """
+
+    entity_id: str
+    name: str
+    breadcrumbs: list[Breadcrumb] = field(default_factory=list)
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    web_url: str = ""
+    url: str = ""
+    raw_source_fields: dict = field(default_factory=dict)
+    access_viewers: list[str] = field(default_factory=list)
+    access_is_public: bool = True
+
+    # Fields left out of the content hash because they change without the content changing.
+    volatile_fields: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def entity_type(cls) -> str:
+        return cls.__name__
+
+    def textual_representation(self) -> str:
+        raise NotImplementedError
+
+    def hash_payload(self) -> dict:
+        """The fields whose change means the entity must be re-indexed."""
+        payload = {
+            "type": self.entity_type(),
+            "name": self.name,
+            "breadcrumbs": [b.as_dict() for b in self.breadcrumbs],
+            "web_url": self.web_url,
+            "raw_source_fields": self.raw_source_fields,
+            "access": [sorted(self.access_viewers), self.access_is_public],
+            "updated_at": self.updated_at.isoformat() if self.updated_at else None,
+        }
+        for name in self.volatile_fields:
+            payload.pop(name, None)
+        return payload
+
+    def content_hash(self) -> str:
+        """SHA-256 (hex) of `hash_payload()` plus the entity's content."""
+        digest = hashlib.sha256(json.dumps(self.hash_payload(), sort_keys=True, default=str).encode())
+        self.update_hash_with_content(digest)
+        return digest.hexdigest()
+
+    def update_hash_with_content(self, digest) -> None:
+        digest.update(self.textual_representation().encode("utf-8", "replace"))
+
+
+@dataclass
+class FileEntity(BaseEntity):
+    """An entity whose content is a file on disk; converted to text by `connectors.converters`."""
+
+    path: Path | None = None
+    size: int = 0
+
+    volatile_fields: ClassVar[tuple[str, ...]] = ("updated_at",)
+
+    def update_hash_with_content(self, digest) -> None:
+        with open(self.path, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+
+
+@dataclass
+class SourceResult:
+    """Returned by `generate_entities` callers: whether the listing was complete."""
+
+    is_full_listing: bool = True
+
+
+class BaseSource:
+    """Base class of every source. Subclasses are registered with `@source(...)`.
+
+    Class attributes set by the decorator: `name`, `short_name`, `description`, `auth_methods`,
+    `oauth_type`, `config_fields`, `auth_fields`, `labels`, `supports_continuous`,
+    `federated_search`, `supports_access_control`, `entity_types`, `rate_limit_level`.
+    """
+
+    name: ClassVar[str] = ""
+    short_name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    auth_methods: ClassVar[tuple[str, ...]] = ("direct",)
+    oauth_type: ClassVar[str | None] = None
+    requires_byoc: ClassVar[bool] = False
+    config_fields: ClassVar[tuple[ConfigField, ...]] = ()
+    auth_fields: ClassVar[tuple[ConfigField, ...]] = ()
+    labels: ClassVar[tuple[str, ...]] = ()
+    supports_continuous: ClassVar[bool] = False
+    federated_search: ClassVar[bool] = False
+    supports_access_control: ClassVar[bool] = False
+    supports_browse_tree: ClassVar[bool] = False
+    supports_temporal_relevance: ClassVar[bool] = False
+    rate_limit_level: ClassVar[str | None] = None
+    entity_types: ClassVar[tuple[type[BaseEntity], ...]] = ()
+
+    def __init__(self, config: dict, credentials: dict | None = None):
+        self.config = config
+        self.credentials = credentials or {}
+
+    @classmethod
+    def validate_config(cls, config: dict, *, for_api: bool = False) -> dict:
+        """Return `config` checked against `config_fields`, defaults filled in.
+
+        Raises ValueError with a message naming the field to fix. `for_api` is True when the
+        config comes from an API caller (sources may apply stricter rules then).
+        """
+        if not isinstance(config, dict):
+            raise ValueError("config must be an object")
+        known = {f.name: f for f in cls.config_fields}
+        unknown = sorted(set(config) - set(known))
+        if unknown:
+            raise ValueError(f"unknown config field(s): {', '.join(unknown)}; expected: {', '.join(known)}")
+        out = {}
+        for f in cls.config_fields:
+            value = config.get(f.name, f.default)
+            if value is None:
+                if f.required:
+                    raise ValueError(f"config field '{f.name}' is required ({f.title})")
+                continue
+            out[f.name] = _check_type(f, value)
+        return out
+
+    def generate_entities(self, cursor: dict) -> Iterator[BaseEntity]:
+        """Yield the source's entities. `cursor` is the last completed job's cursor (a dict).
+
+        May yield `SkipEntity` instances' reasons through `self.skipped(...)`.
+        """
+        raise NotImplementedError
+
+    def next_cursor(self) -> dict:
+        """The cursor to save when the job completes (after generate_entities is exhausted)."""
+        return {}
+
+    def is_full_listing(self) -> bool:
+        """True when generate_entities listed everything, so absent entities are deletions."""
+        return True
+
+
+_TYPE_CHECKS = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list,),
+}
+
+
+def _check_type(f: ConfigField, value):
+    expected = _TYPE_CHECKS[f.type]
+    if f.type in ("integer", "number") and isinstance(value, bool):
+        raise ValueError(f"config field '{f.name}' must be a {f.type}")
+    if not isinstance(value, expected):
+        raise ValueError(f"config field '{f.name}' must be a {f.type}, got {type(value).__name__}")
+    if f.type == "array" and f.items_type == "string" and not all(isinstance(v, str) for v in value):
+        raise ValueError(f"config field '{f.name}' must be an array of strings")
+    if f.enum_values and value not in f.enum_values:
+        raise ValueError(f"config field '{f.name}' must be one of {', '.join(f.enum_values)}")
+    return value

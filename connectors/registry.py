@@ -1,0 +1,49 @@
+"""The registry of sources: `@source(...)` declares one, `get_source` finds it by short name."""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+from connectors.base import BaseSource
+
+_SOURCES: dict[str, type[BaseSource]] = {}
+
+
+def source(*, name: str, short_name: str, **capabilities):
+    """Class decorator registering a BaseSource subclass under `short_name`.
+
+    `capabilities` are BaseSource class attributes (auth_methods, config_fields, ...).
+    Raises ValueError on a duplicate short name or an unknown capability.
+    """
+
+    def register(cls: type[BaseSource]) -> type[BaseSource]:
+        if short_name in _SOURCES and _SOURCES[short_name] is not cls:
+            raise ValueError(f"source short_name '{short_name}' is already registered")
+        for key, value in capabilities.items():
+            if not hasattr(BaseSource, key):
+                raise ValueError(f"unknown source capability '{key}' on {cls.__name__}")
+            setattr(cls, key, value)
+        cls.name = name
+        cls.short_name = short_name
+        _SOURCES[short_name] = cls
+        return cls
+
+    return register
+
+
+def autodiscover() -> None:
+    """Import every module under connectors/sources so their decorators run."""
+    import connectors.sources as package
+
+    for info in pkgutil.iter_modules(package.__path__):
+        importlib.import_module(f"{package.__name__}.{info.name}")
+
+
+def get_source(short_name: str) -> type[BaseSource]:
+    """Return the source class for `short_name`. Raises KeyError when there is none."""
+    return _SOURCES[short_name]
+
+
+def all_sources() -> list[type[BaseSource]]:
+    """Every registered source, sorted by short name."""
+    return [_SOURCES[k] for k in sorted(_SOURCES)]
