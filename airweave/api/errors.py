@@ -1,0 +1,65 @@
+"""Error shapes of API.md: 422 `{"detail": [{loc, msg, type}]}`, 404/409 `{"detail": "..."}`.
+
+Domain exceptions raised by services map to status codes here, so views stay free of try/except.
+"""
+from __future__ import annotations
+
+from django.core.exceptions import ObjectDoesNotExist
+from django.http import Http404
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+from airweave.collections.services import CollectionConflict, CollectionError
+from connectors.services import SourceConnectionError
+from connectors.sync.jobs import SyncAlreadyRunning
+from search.filters import FilterError
+from search.instant import SearchRequestError
+
+
+def _validation_items(detail, loc=("body",)) -> list[dict]:
+    items = []
+    if isinstance(detail, dict):
+        for key, value in detail.items():
+            sub = loc if key == "non_field_errors" else (*loc, key)
+            items.extend(_validation_items(value, sub))
+    elif isinstance(detail, list):
+        if all(not isinstance(d, (dict, list)) for d in detail):
+            for d in detail:
+                items.append({"loc": list(loc), "msg": str(d), "type": getattr(d, "code", "value_error")})
+        else:
+            for i, d in enumerate(detail):
+                items.extend(_validation_items(d, (*loc, i)))
+    else:
+        items.append({"loc": list(loc), "msg": str(detail), "type": getattr(detail, "code", "value_error")})
+    return items
+
+
+def unprocessable(loc: list, msg: str, type_: str = "value_error") -> Response:
+    return Response({"detail": [{"loc": loc, "msg": msg, "type": type_}]}, status=422)
+
+
+def exception_handler(exc, context):
+    """DRF exception handler producing API.md's shapes."""
+    if isinstance(exc, (FilterError, SearchRequestError)):
+        return unprocessable(["body", *exc.loc], str(exc))
+    if isinstance(exc, (CollectionError, SourceConnectionError)):
+        return unprocessable(["body", exc.field] if exc.field else ["body"], str(exc))
+    if isinstance(exc, (CollectionConflict, SyncAlreadyRunning)):
+        return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+    if isinstance(exc, (ObjectDoesNotExist, Http404)):
+        name = getattr(getattr(exc, "model", None), "__name__", None) or _model_name(exc)
+        return Response({"detail": f"{name} not found"}, status=status.HTTP_404_NOT_FOUND)
+    if isinstance(exc, exceptions.ValidationError):
+        return Response({"detail": _validation_items(exc.detail)}, status=422)
+    if isinstance(exc, exceptions.ParseError):
+        return unprocessable(["body"], f"Malformed JSON body: {exc.detail}", "json_invalid")
+    response = drf_exception_handler(exc, context)
+    if response is not None and isinstance(exc, exceptions.Throttled):
+        response["Retry-After"] = str(exc.wait or 1)
+    return response
+
+
+def _model_name(exc) -> str:
+    text = type(exc).__qualname__.split(".")[0]
+    return text if text not in ("DoesNotExist", "Http404", "ObjectDoesNotExist") else "Resource"

@@ -1,0 +1,281 @@
+"""Request and response shapes of API.md. Serializers validate and render; services decide."""
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from airweave.collections.models import Collection, SourceConnection, SyncJob
+from airweave.collections.selectors import collection_status, entity_counts_by_type
+
+
+class StrictSerializer(serializers.Serializer):
+    """Refuses fields it does not declare, so a typo is an error, not a silent no-op."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - set(self.fields))
+            if unknown:
+                raise serializers.ValidationError({k: ["Unknown field."] for k in unknown})
+        return super().to_internal_value(data)
+
+
+# --- Collections ---
+class CollectionCreateSerializer(StrictSerializer):
+    name = serializers.CharField(min_length=4, max_length=64)
+    readable_id = serializers.CharField(required=False, max_length=128)
+    sync_config = serializers.JSONField(required=False, allow_null=True)
+
+
+class CollectionUpdateSerializer(StrictSerializer):
+    name = serializers.CharField(min_length=4, max_length=64, required=False)
+    sync_config = serializers.JSONField(required=False, allow_null=True)
+
+
+class SourceConnectionSummarySerializer(serializers.Serializer):
+    short_name = serializers.CharField()
+    name = serializers.CharField()
+
+
+class CollectionSerializer(serializers.ModelSerializer):
+    organization_id = serializers.UUIDField()
+    created_by_email = serializers.SerializerMethodField()
+    modified_by_email = serializers.SerializerMethodField()
+    status = serializers.SerializerMethodField()
+    source_connection_summaries = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Collection
+        fields = ["id", "name", "readable_id", "organization_id", "created_at", "modified_at", "created_by_email",
+                  "modified_by_email", "status", "vector_size", "embedding_model_name", "sync_config",
+                  "source_connection_summaries"]
+
+    def get_created_by_email(self, obj) -> str | None:
+        return obj.created_by.email if obj.created_by_id else None
+
+    def get_modified_by_email(self, obj) -> str | None:
+        return obj.modified_by.email if obj.modified_by_id else None
+
+    def get_status(self, obj) -> str:
+        return collection_status(obj)
+
+    @extend_schema_field(SourceConnectionSummarySerializer(many=True))
+    def get_source_connection_summaries(self, obj) -> list[dict]:
+        return [{"short_name": c.short_name, "name": c.name} for c in obj.source_connections.all()]
+
+
+# --- Sources catalog ---
+class ConfigFieldSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    title = serializers.CharField()
+    description = serializers.CharField(allow_null=True)
+    type = serializers.CharField()
+    required = serializers.BooleanField()
+    items_type = serializers.CharField(required=False)
+    is_secret = serializers.BooleanField()
+    enum_values = serializers.ListField(child=serializers.CharField(), required=False)
+
+
+def source_payload(cls) -> dict:
+    """The Source object of API.md for a registered source class."""
+    return {
+        "name": cls.name,
+        "short_name": cls.short_name,
+        "description": cls.description or None,
+        "class_name": cls.__name__,
+        "auth_methods": list(cls.auth_methods),
+        "oauth_type": cls.oauth_type,
+        "requires_byoc": cls.requires_byoc,
+        "auth_config_class": f"{cls.__name__}AuthConfig" if cls.auth_fields else None,
+        "config_class": f"{cls.__name__}Config" if cls.config_fields else None,
+        "auth_fields": {"fields": [f.as_dict() for f in cls.auth_fields]} if cls.auth_fields else None,
+        "config_fields": {"fields": [f.as_dict() for f in cls.config_fields]},
+        "labels": list(cls.labels),
+        "supports_continuous": cls.supports_continuous,
+        "federated_search": cls.federated_search,
+        "supports_access_control": cls.supports_access_control,
+        "supports_browse_tree": cls.supports_browse_tree,
+        "supports_temporal_relevance": cls.supports_temporal_relevance,
+        "rate_limit_level": cls.rate_limit_level,
+        "output_entity_definitions": [t.entity_type() for t in cls.entity_types],
+    }
+
+
+class SourceSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    short_name = serializers.CharField()
+    description = serializers.CharField(allow_null=True)
+    class_name = serializers.CharField()
+    auth_methods = serializers.ListField(child=serializers.CharField())
+    oauth_type = serializers.CharField(allow_null=True)
+    requires_byoc = serializers.BooleanField()
+    auth_config_class = serializers.CharField(allow_null=True)
+    config_class = serializers.CharField(allow_null=True)
+    auth_fields = serializers.JSONField(allow_null=True)
+    config_fields = serializers.JSONField()
+    labels = serializers.ListField(child=serializers.CharField())
+    supports_continuous = serializers.BooleanField()
+    federated_search = serializers.BooleanField()
+    supports_access_control = serializers.BooleanField()
+    supports_browse_tree = serializers.BooleanField()
+    supports_temporal_relevance = serializers.BooleanField()
+    rate_limit_level = serializers.CharField(allow_null=True)
+    output_entity_definitions = serializers.ListField(child=serializers.CharField())
+
+
+# --- Source connections and jobs ---
+class ScheduleSerializer(StrictSerializer):
+    cron = serializers.CharField(required=False, allow_null=True, allow_blank=True)
+    continuous = serializers.BooleanField(required=False, default=False)
+    cursor_field = serializers.CharField(required=False, allow_null=True, allow_blank=True)
+
+
+class DirectAuthenticationSerializer(StrictSerializer):
+    credentials = serializers.DictField()
+
+
+class SourceConnectionCreateSerializer(StrictSerializer):
+    short_name = serializers.CharField()
+    readable_collection_id = serializers.CharField()
+    name = serializers.CharField(required=False, max_length=200)
+    description = serializers.CharField(required=False, allow_blank=True, allow_null=True)
+    config = serializers.DictField(required=False, allow_null=True)
+    schedule = ScheduleSerializer(required=False, allow_null=True)
+    sync_immediately = serializers.BooleanField(required=False, default=True)
+    authentication = DirectAuthenticationSerializer(required=False, allow_null=True)
+
+
+class SourceConnectionUpdateSerializer(StrictSerializer):
+    name = serializers.CharField(required=False, max_length=200)
+    description = serializers.CharField(required=False, allow_blank=True, allow_null=True)
+    config = serializers.DictField(required=False)
+    schedule = ScheduleSerializer(required=False, allow_null=True)
+
+
+def job_payload(job: SyncJob) -> dict:
+    """SourceConnectionJob of API.md."""
+    return {
+        "id": job.id, "source_connection_id": job.source_connection_id, "status": job.status,
+        "started_at": job.started_at, "completed_at": job.completed_at, "duration_seconds": job.duration_seconds,
+        "entities_inserted": job.entities_inserted, "entities_updated": job.entities_updated,
+        "entities_deleted": job.entities_deleted, "entities_failed": job.entities_failed,
+        "entities_kept": job.entities_kept, "entities_skipped": job.entities_skipped,
+        "error": job.error or None, "error_category": job.error_category or None, "error_details": job.error_details,
+    }
+
+
+class SourceConnectionJobSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    source_connection_id = serializers.UUIDField()
+    status = serializers.ChoiceField(choices=SyncJob.Status.choices)
+    started_at = serializers.DateTimeField(allow_null=True)
+    completed_at = serializers.DateTimeField(allow_null=True)
+    duration_seconds = serializers.FloatField(allow_null=True)
+    entities_inserted = serializers.IntegerField()
+    entities_updated = serializers.IntegerField()
+    entities_deleted = serializers.IntegerField()
+    entities_failed = serializers.IntegerField()
+    entities_kept = serializers.IntegerField()
+    entities_skipped = serializers.IntegerField()
+    error = serializers.CharField(allow_null=True)
+    error_category = serializers.CharField(allow_null=True)
+    error_details = serializers.JSONField(allow_null=True)
+
+
+def source_connection_payload(connection: SourceConnection, jobs: list[SyncJob] | None = None) -> dict:
+    """SourceConnection of API.md. `jobs` (newest first) feed the sync summary; secrets never appear."""
+    sync = getattr(connection, "sync", None)
+    jobs = jobs or []
+    last = jobs[0] if jobs else None
+    by_type = entity_counts_by_type(source_connection=connection)
+    return {
+        "id": connection.id,
+        "organization_id": connection.organization_id,
+        "name": connection.name,
+        "description": connection.description or None,
+        "short_name": connection.short_name,
+        "readable_collection_id": connection.collection.readable_id,
+        "status": connection.status,
+        "created_at": connection.created_at,
+        "modified_at": connection.modified_at,
+        "auth": {"method": connection.auth_method, "authenticated": connection.is_authenticated,
+                 "authenticated_at": connection.authenticated_at},
+        "config": connection.config,
+        "schedule": {"cron": sync.cron_schedule or None, "next_run": sync.next_run_at, "continuous": sync.continuous,
+                     "cursor_field": sync.cursor_field or None} if sync else None,
+        "sync": {
+            "total_runs": len(jobs),
+            "successful_runs": sum(1 for j in jobs if j.status == SyncJob.Status.COMPLETED),
+            "failed_runs": sum(1 for j in jobs if j.status == SyncJob.Status.FAILED),
+            "last_job": {
+                "id": last.id, "status": last.status, "started_at": last.started_at,
+                "completed_at": last.completed_at, "duration_seconds": last.duration_seconds,
+                "entities_inserted": last.entities_inserted, "entities_updated": last.entities_updated,
+                "entities_deleted": last.entities_deleted, "entities_failed": last.entities_failed,
+                "error": last.error or None,
+            } if last else None,
+        },
+        "sync_id": sync.id if sync else None,
+        "entities": {"total_entities": sum(v["count"] for v in by_type.values()), "by_type": by_type},
+        "error_category": connection.error_category or None,
+        "error_message": connection.error_message or None,
+        "federated_search": _federated(connection.short_name),
+    }
+
+
+def source_connection_list_item(connection: SourceConnection) -> dict:
+    return {
+        "id": connection.id, "name": connection.name, "short_name": connection.short_name,
+        "readable_collection_id": connection.collection.readable_id, "created_at": connection.created_at,
+        "modified_at": connection.modified_at, "is_authenticated": connection.is_authenticated,
+        "entity_count": getattr(connection, "entity_count", 0), "federated_search": _federated(connection.short_name),
+        "auth_method": connection.auth_method, "status": connection.status,
+    }
+
+
+def _federated(short_name: str) -> bool:
+    from connectors.registry import get_source
+
+    try:
+        return get_source(short_name).federated_search
+    except KeyError:
+        return False
+
+
+# --- Search ---
+class FilterConditionSerializer(serializers.Serializer):
+    field = serializers.CharField()
+    operator = serializers.CharField()
+    value = serializers.JSONField()
+
+
+class FilterGroupSerializer(serializers.Serializer):
+    conditions = FilterConditionSerializer(many=True)
+
+
+class InstantSearchRequestSerializer(StrictSerializer):
+    query = serializers.CharField(max_length=2000, trim_whitespace=True)
+    retrieval_strategy = serializers.ChoiceField(choices=["hybrid", "semantic", "keyword"], required=False, default="hybrid")
+    filter = serializers.JSONField(required=False, allow_null=True, help_text="List of FilterGroup: AND inside a group, OR across groups.")
+    limit = serializers.IntegerField(required=False, default=100, min_value=1, max_value=1000)
+    offset = serializers.IntegerField(required=False, default=0, min_value=0)
+    collapse_entities = serializers.BooleanField(
+        required=False, default=False, help_text="Return at most one chunk (the best) per entity.")
+
+
+class SearchResultSerializer(serializers.Serializer):
+    entity_id = serializers.CharField()
+    name = serializers.CharField()
+    relevance_score = serializers.FloatField()
+    breadcrumbs = serializers.JSONField()
+    created_at = serializers.DateTimeField(allow_null=True)
+    updated_at = serializers.DateTimeField(allow_null=True)
+    textual_representation = serializers.CharField()
+    airweave_system_metadata = serializers.JSONField()
+    access = serializers.JSONField()
+    web_url = serializers.CharField()
+    url = serializers.CharField(allow_null=True)
+    raw_source_fields = serializers.JSONField()
+
+
+class SearchResponseSerializer(serializers.Serializer):
+    results = SearchResultSerializer(many=True)

@@ -1,0 +1,21 @@
+"""REST API routes (API.md). No trailing slashes."""
+from django.urls import path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from airweave.api.views import collections, search, source_connections, sources
+
+urlpatterns = [
+    path("openapi.json", SpectacularAPIView.as_view(), name="openapi-schema"),
+    path("docs", SpectacularSwaggerView.as_view(url_name="openapi-schema"), name="api-docs"),
+    path("collections", collections.CollectionListView.as_view()),
+    path("collections/count", collections.CollectionCountView.as_view()),
+    path("collections/<str:readable_id>", collections.CollectionDetailView.as_view()),
+    path("collections/<str:readable_id>/search/instant", search.InstantSearchView.as_view()),
+    path("sources", sources.SourceListView.as_view()),
+    path("sources/<str:short_name>", sources.SourceDetailView.as_view()),
+    path("source-connections", source_connections.SourceConnectionListView.as_view()),
+    path("source-connections/<uuid:id>", source_connections.SourceConnectionDetailView.as_view()),
+    path("source-connections/<uuid:id>/run", source_connections.SourceConnectionRunView.as_view()),
+    path("source-connections/<uuid:id>/jobs", source_connections.SourceConnectionJobsView.as_view()),
+    path("source-connections/<uuid:id>/jobs/<uuid:job_id>/cancel", source_connections.SourceConnectionJobCancelView.as_view()),
+]

@@ -1,0 +1,33 @@
+"""Writes of the BM25 keyword index (reads are in search/retrieval.py).
+
+Terms are the lexemes of PostgreSQL's `to_tsvector(TEXT_SEARCH_CONFIG, text)`: lower-cased,
+stop words removed, Snowball-stemmed. A chunk's length `dl` is its number of term occurrences.
+"""
+from __future__ import annotations
+
+TEXT_SEARCH_CONFIG = "english"
+
+_SET_LENGTHS = f"""
+UPDATE collections_chunk c
+SET keyword_length = coalesce((
+    SELECT sum(coalesce(array_length(t.positions, 1), 1))
+    FROM unnest(to_tsvector('{TEXT_SEARCH_CONFIG}', c.text)) AS t
+), 0)
+WHERE c.id = ANY(%s::uuid[])
+"""
+
+_INSERT_POSTINGS = f"""
+INSERT INTO collections_keyword_posting (collection_id, term, chunk_id, tf, dl)
+SELECT c.collection_id, t.lexeme, c.id, least(coalesce(array_length(t.positions, 1), 1), 32767), c.keyword_length
+FROM collections_chunk c, unnest(to_tsvector('{TEXT_SEARCH_CONFIG}', c.text)) AS t
+WHERE c.id = ANY(%s::uuid[])
+"""
+
+
+def index_chunks(cursor, chunk_ids: list) -> None:
+    """Compute lengths and postings of freshly inserted chunks (ids: list of UUID)."""
+    if not chunk_ids:
+        return
+    ids = [str(i) for i in chunk_ids]
+    cursor.execute(_SET_LENGTHS, [ids])
+    cursor.execute(_INSERT_POSTINGS, [ids])

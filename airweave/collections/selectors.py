@@ -1,0 +1,76 @@
+"""Reads of the data model. Every lookup goes through the caller's organization."""
+from __future__ import annotations
+
+from django.db.models import Count, Q, QuerySet
+
+from airweave.collections.models import Collection, Entity, SourceConnection, SyncJob
+
+
+def collection_list(*, organization, skip: int = 0, limit: int = 100, search: str = "") -> list[Collection]:
+    """Collections of `organization`, oldest first, with their connections prefetched (2 queries)."""
+    qs = Collection.objects.filter(organization=organization)
+    if search:
+        qs = qs.filter(Q(name__icontains=search) | Q(readable_id__icontains=search))
+    return list(qs.prefetch_related("source_connections").order_by("created_at")[skip:skip + limit])
+
+
+def collection_count(*, organization) -> int:
+    return Collection.objects.filter(organization=organization).count()
+
+
+def collection_get(*, organization, readable_id: str) -> Collection:
+    """Raises Collection.DoesNotExist when `readable_id` is not a collection of `organization`."""
+    return Collection.objects.prefetch_related("source_connections").get(organization=organization, readable_id=readable_id)
+
+
+def collection_status(collection: Collection) -> str:
+    """"NEEDS SOURCE" without connections, "ERROR" when every connection is in error, else "ACTIVE"."""
+    connections = list(collection.source_connections.all())
+    if not connections:
+        return "NEEDS SOURCE"
+    if all(c.status in (SourceConnection.Status.ERROR, SourceConnection.Status.NEEDS_REAUTH) for c in connections):
+        return "ERROR"
+    return "ACTIVE"
+
+
+def source_connection_qs(*, organization) -> QuerySet[SourceConnection]:
+    return SourceConnection.objects.filter(organization=organization).select_related("collection", "sync")
+
+
+def source_connection_get(*, organization, id) -> SourceConnection:
+    """Raises SourceConnection.DoesNotExist for an unknown id or another organization's connection."""
+    return source_connection_qs(organization=organization).get(pk=id)
+
+
+def source_connection_list(*, organization, collection_readable_id: str | None = None, skip: int = 0, limit: int = 100) -> list[SourceConnection]:
+    """Connections with their entity counts (one query)."""
+    qs = source_connection_qs(organization=organization).annotate(entity_count=Count("entities"))
+    if collection_readable_id:
+        qs = qs.filter(collection__readable_id=collection_readable_id)
+    return list(qs.order_by("created_at")[skip:skip + limit])
+
+
+def entity_counts_by_type(*, source_connection) -> dict[str, dict]:
+    """{entity_type: {"count": n, "last_updated": datetime}} for a connection (one query)."""
+    from django.db.models import Max
+
+    rows = (Entity.objects.filter(source_connection=source_connection).values("entity_type")
+            .annotate(count=Count("id"), last_updated=Max("modified_at")))
+    return {r["entity_type"]: {"count": r["count"], "last_updated": r["last_updated"]} for r in rows}
+
+
+def entity_hashes(*, source_connection) -> dict[str, str]:
+    """{entity_id: content_hash} of every entity of a connection."""
+    return dict(Entity.objects.filter(source_connection=source_connection).values_list("entity_id", "content_hash"))
+
+
+def sync_job_list(*, source_connection, limit: int = 100) -> list[SyncJob]:
+    return list(SyncJob.objects.filter(source_connection=source_connection).order_by("-created_at")[:limit])
+
+
+def sync_job_get(*, organization, id, source_connection=None) -> SyncJob:
+    """Raises SyncJob.DoesNotExist for an unknown id, another organization's job or another connection's."""
+    qs = SyncJob.objects.select_related("source_connection").filter(organization=organization)
+    if source_connection is not None:
+        qs = qs.filter(source_connection=source_connection)
+    return qs.get(pk=id)

@@ -1,0 +1,64 @@
+"""The event envelope shared by search and sync streams (API.md, Events), and its publisher.
+
+Every event is one JSON object `{type, seq, ts, op?, ...payload}`. Sync events cross processes
+through the Channels layer (Redis with REDIS_URL); a failure to publish never fails the work
+that produced the event.
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+import time
+from datetime import datetime, timezone
+
+logger = logging.getLogger(__name__)
+
+
+def make_event(type: str, seq: int, op: str | None = None, **payload) -> dict:
+    """Build one event. `ts` is an ISO-8601 UTC timestamp; `seq` orders events of one stream."""
+    event = {"type": type, "seq": seq, "ts": datetime.now(timezone.utc).isoformat()}
+    if op is not None:
+        event["op"] = op
+    event.update(payload)
+    return event
+
+
+class EventStream:
+    """Numbers events of one stream and hands them to a sink (a callable taking the event dict)."""
+
+    def __init__(self, sink=None):
+        self._seq = itertools.count(1)
+        self._sink = sink
+        self.events: list[dict] = []
+
+    def emit(self, type: str, op: str | None = None, **payload) -> dict:
+        event = make_event(type, next(self._seq), op=op, **payload)
+        self.events.append(event)
+        if self._sink is not None:
+            try:
+                self._sink(event)
+            except Exception:  # a broken transport must not break the work
+                logger.exception("event sink failed for %s", type)
+        return event
+
+
+def sync_job_group(job_id) -> str:
+    """The channel-layer group that carries one sync job's events."""
+    return f"sync_job.{job_id}"
+
+
+def publish_to_group(group: str, event: dict) -> None:
+    """Send `event` to a channel-layer group; logs and swallows transport errors."""
+    try:
+        from asgiref.sync import async_to_sync
+        from channels.layers import get_channel_layer
+
+        layer = get_channel_layer()
+        if layer is not None:
+            async_to_sync(layer.group_send)(group, {"type": "stream.event", "event": event})
+    except Exception:
+        logger.warning("could not publish %s to %s", event.get("type"), group, exc_info=True)
+
+
+def monotonic_ms() -> float:
+    return time.monotonic() * 1000.0

@@ -1,0 +1,1 @@
+"""Embedding, rerank and language-model providers. No Django models, no database."""

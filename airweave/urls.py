@@ -1,0 +1,8 @@
+"""URL map: the REST API at the root paths of API.md, admin, schema and its docs page."""
+from django.contrib import admin
+from django.urls import include, path
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("", include("airweave.api.urls")),
+]

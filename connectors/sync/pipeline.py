@@ -1,0 +1,235 @@
+"""The sync pipeline (DESIGN §3).
+
+source.generate_entities(cursor) → dedupe within the job → content hash → insert / update /
+keep / delete → files converted to text → chunked → embedded in batches → written.
+KEEP skips conversion and embedding entirely. Cancellation is checked between batches.
+"""
+from __future__ import annotations
+
+import logging
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Callable
+
+from django.conf import settings
+from django.utils import timezone
+
+from airweave.collections import selectors as collection_selectors
+from airweave.collections.models import SyncCursor, SyncJob
+from airweave.collections.services import ChunkRecord, EntityRecord, entities_delete, entities_write
+from airweave.crypto import decrypt_json
+from airweave.events import make_event, publish_to_group, sync_job_group
+from airweave.providers.embeddings import get_embedder
+from connectors.base import BaseEntity, FileEntity, SkipEntity, SourceError
+from connectors.converters import convert_file
+from connectors.registry import get_source
+from connectors.sync.chunking import chunk_text
+from connectors.sync.jobs import S, sync_job_transition
+
+logger = logging.getLogger(__name__)
+EXAMPLES_PER_REASON = 5
+
+
+class JobCancelled(Exception):
+    pass
+
+
+@dataclass
+class JobCounters:
+    """Running counts of one job, flushed to the job row after every batch."""
+
+    inserted: int = 0
+    updated: int = 0
+    deleted: int = 0
+    kept: int = 0
+    skipped: int = 0
+    failed: int = 0
+    chunks_embedded: int = 0
+    encountered: Counter = field(default_factory=Counter)
+    skip_reasons: dict = field(default_factory=lambda: defaultdict(lambda: {"count": 0, "examples": []}))
+    notes: list = field(default_factory=list)
+
+    def skip(self, entity_id: str, reason: str) -> None:
+        self.skipped += 1
+        bucket = self.skip_reasons[reason.split(":", 1)[0].strip()]
+        bucket["count"] += 1
+        if len(bucket["examples"]) < EXAMPLES_PER_REASON:
+            bucket["examples"].append({"entity_id": entity_id, "reason": reason})
+
+    def job_fields(self) -> dict:
+        details = {}
+        if self.skip_reasons:
+            details["skipped"] = {k: dict(v) for k, v in self.skip_reasons.items()}
+        if self.notes:
+            details["notes"] = self.notes
+        return {
+            "entities_inserted": self.inserted, "entities_updated": self.updated,
+            "entities_deleted": self.deleted, "entities_kept": self.kept,
+            "entities_skipped": self.skipped, "entities_failed": self.failed,
+            "chunks_embedded": self.chunks_embedded, "entities_encountered": dict(self.encountered),
+            "error_details": details or None,
+        }
+
+    def as_progress(self) -> dict:
+        return {"inserted": self.inserted, "updated": self.updated, "deleted": self.deleted, "kept": self.kept,
+                "skipped": self.skipped, "failed": self.failed, "entities_encountered": dict(self.encountered)}
+
+
+@dataclass
+class _Pending:
+    entity: BaseEntity
+    content_hash: str
+    is_new: bool
+
+
+class SyncPipeline:
+    """Runs one sync job to its end. `on_progress(counters)` is called after every batch."""
+
+    def __init__(self, job: SyncJob, on_progress: Callable[[JobCounters], None] | None = None):
+        self.job = job
+        self.connection = job.source_connection
+        self.collection = self.connection.collection
+        self.on_progress = on_progress
+        self.counters = JobCounters()
+        self.batch_size = settings.AIRWEAVE_EMBEDDING_BATCH_SIZE
+        self._embedder = None
+
+    @property
+    def embedder(self):
+        if self._embedder is None:
+            self._embedder = get_embedder(self.collection.embedding_model_name, self.batch_size)
+        return self._embedder
+
+    def run(self) -> SyncJob:
+        """Run the job; never raises for a source or entity failure (the job is failed instead)."""
+        job = self.job
+        if not sync_job_transition(job, S.RUNNING):
+            return job
+        try:
+            self._sync()
+        except JobCancelled:
+            sync_job_transition(job, S.CANCELLED, **self.counters.job_fields())
+        except SourceError as exc:
+            sync_job_transition(job, S.FAILED, error=str(exc), error_category=exc.category, **self.counters.job_fields())
+        except Exception as exc:  # a bug or a dependency failure: the job fails, the worker lives
+            logger.exception("sync job %s failed", job.id)
+            sync_job_transition(job, S.FAILED, error=f"{type(exc).__name__}: {exc}", error_category="internal_error",
+                                **self.counters.job_fields())
+        else:
+            sync_job_transition(job, S.COMPLETED, **self.counters.job_fields())
+        return job
+
+    def _sync(self) -> None:
+        source_cls = get_source(self.connection.short_name)
+        source = source_cls(self.connection.config, decrypt_json(self.connection.encrypted_credentials))
+        cursor_row = SyncCursor.objects.filter(sync_id=self.job.sync_id).first()
+        cursor = {} if self.job.force_full_sync or cursor_row is None else cursor_row.data
+        known = collection_selectors.entity_hashes(source_connection=self.connection)
+        seen: set[str] = set()
+        batch: list[_Pending] = []
+
+        for entity in source.generate_entities(cursor):
+            if entity.entity_id in seen:
+                continue
+            seen.add(entity.entity_id)
+            self.counters.encountered[entity.entity_type()] += 1
+            try:
+                content_hash = entity.content_hash()
+            except (SkipEntity, OSError) as exc:
+                self.counters.skip(entity.entity_id, getattr(exc, "reason", None) or f"unreadable: {exc}")
+                continue
+            if known.get(entity.entity_id) == content_hash:
+                self.counters.kept += 1
+                continue
+            batch.append(_Pending(entity, content_hash, entity.entity_id not in known))
+            if len(batch) >= self.batch_size:
+                self._index(batch)
+                batch = []
+                self._checkpoint()
+        self._index(batch)
+
+        if source.is_full_listing():
+            self._delete_missing(known, seen)
+        self._checkpoint()
+        SyncCursor.objects.update_or_create(sync_id=self.job.sync_id, defaults={"data": source.next_cursor()})
+
+    def _delete_missing(self, known: dict[str, str], seen: set[str]) -> None:
+        missing = [entity_id for entity_id in known if entity_id not in seen]
+        if not missing:
+            return
+        ratio = settings.AIRWEAVE_PARTIAL_LISTING_RATIO
+        if not self.job.force_full_sync and len(seen) < ratio * len(known):
+            self.counters.notes.append(
+                f"partial listing guard: the listing returned {len(seen)} of {len(known)} known entities; "
+                f"{len(missing)} deletions were not applied (run a forced full sync to apply them)"
+            )
+            return
+        self.counters.deleted += entities_delete(source_connection=self.connection, entity_ids=missing)
+
+    def _index(self, batch: list[_Pending]) -> None:
+        """Convert, chunk, embed and write a batch of new or changed entities."""
+        records: list[EntityRecord] = []
+        texts: list[str] = []
+        for pending in batch:
+            try:
+                text = self._text_of(pending.entity)
+            except SkipEntity as exc:
+                self.counters.skip(pending.entity.entity_id, exc.reason)
+                continue
+            pieces = chunk_text(text, self.embedder.tokenizer, max_tokens=self._max_tokens(),
+                                overlap=settings.AIRWEAVE_CHUNK_OVERLAP_TOKENS)
+            if not pieces:
+                self.counters.skip(pending.entity.entity_id, "empty: no text to index")
+                continue
+            record = _record_of(pending)
+            record.chunks = [ChunkRecord(text=p.text, embedding=None) for p in pieces]
+            texts.extend(p.text for p in pieces)
+            records.append(record)
+        if not records:
+            return
+        vectors = self.embedder.embed(texts)
+        position = 0
+        for record in records:
+            for chunk in record.chunks:
+                chunk.embedding = vectors[position]
+                position += 1
+        entities_write(source_connection=self.connection, sync_id=self.job.sync_id, sync_job_id=self.job.id,
+                       records=records)
+        self.counters.chunks_embedded += len(texts)
+        written = {r.entity_id for r in records}
+        for pending in batch:
+            if pending.entity.entity_id in written:
+                if pending.is_new:
+                    self.counters.inserted += 1
+                else:
+                    self.counters.updated += 1
+
+    def _max_tokens(self) -> int:
+        return min(settings.AIRWEAVE_CHUNK_TOKENS, self.embedder.max_tokens)
+
+    def _text_of(self, entity: BaseEntity) -> str:
+        if isinstance(entity, FileEntity):
+            document = convert_file(entity.path, max_bytes=settings.AIRWEAVE_MAX_FILE_BYTES)
+            return document.text
+        return entity.textual_representation()
+
+    def _checkpoint(self) -> None:
+        """Flush counters, publish progress, and stop if a cancel was requested."""
+        fields = self.counters.job_fields()
+        SyncJob.objects.filter(pk=self.job.pk).update(last_progress_at=timezone.now(), **fields)
+        publish_to_group(sync_job_group(self.job.id), make_event("progress", 0, **self.counters.as_progress()))
+        if self.on_progress:
+            self.on_progress(self.counters)
+        status = SyncJob.objects.filter(pk=self.job.pk).values_list("status", flat=True).first()
+        if status == S.CANCELLING:
+            raise JobCancelled()
+
+
+def _record_of(pending: _Pending) -> EntityRecord:
+    e = pending.entity
+    return EntityRecord(
+        entity_id=e.entity_id, entity_type=e.entity_type(), name=e.name, content_hash=pending.content_hash,
+        breadcrumbs=[b.as_dict() for b in e.breadcrumbs], created_at=e.created_at, updated_at=e.updated_at,
+        raw_source_fields=e.raw_source_fields, web_url=e.web_url, url=e.url,
+        access_viewers=list(e.access_viewers), access_is_public=e.access_is_public,
+    )

@@ -1,0 +1,100 @@
+"""Instant search: embed the query, retrieve with one strategy, shape v2 SearchResults.
+
+No language model is involved. Used by the REST endpoint, the `search` command and the benchmark.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from airweave.collections.models import Chunk, Collection
+from airweave.providers.catalog import search_defaults
+from airweave.providers.embeddings import get_embedder
+from search.filters import compile_filter_groups
+from search.retrieval import STRATEGIES, RetrievalQuery, retrieve
+
+MAX_QUERY_CHARS = 2000
+
+
+class SearchRequestError(ValueError):
+    """Bad search input; `loc` says where (e.g. ["query"])."""
+
+    def __init__(self, message: str, loc: list):
+        super().__init__(message)
+        self.loc = loc
+
+
+@dataclass
+class InstantSearchRequest:
+    query: str
+    retrieval_strategy: str = "hybrid"
+    filter: list | None = None
+    limit: int = 100
+    offset: int = 0
+    collapse_entities: bool = False
+    principals: list[str] | None = None
+
+
+@dataclass
+class InstantSearchResponse:
+    results: list[dict] = field(default_factory=list)
+
+
+def search_instant(*, collection: Collection, request: InstantSearchRequest) -> InstantSearchResponse:
+    """Run an instant search over `collection`. Raises SearchRequestError or search.filters.FilterError."""
+    query = (request.query or "").strip()
+    if not query:
+        raise SearchRequestError("query must not be empty", ["query"])
+    if len(query) > MAX_QUERY_CHARS:
+        raise SearchRequestError(f"query must be at most {MAX_QUERY_CHARS} characters", ["query"])
+    if request.retrieval_strategy not in STRATEGIES:
+        raise SearchRequestError(f"retrieval_strategy must be one of {', '.join(STRATEGIES)}", ["retrieval_strategy"])
+    if not 1 <= request.limit <= 1000:
+        raise SearchRequestError("limit must be between 1 and 1000", ["limit"])
+    if request.offset < 0:
+        raise SearchRequestError("offset must be 0 or more", ["offset"])
+    condition = compile_filter_groups(request.filter)
+    vector = None
+    if request.retrieval_strategy != "keyword":
+        vector = get_embedder(collection.embedding_model_name).embed([query])[0]
+    hits = retrieve(RetrievalQuery(
+        collection_id=collection.id, dims=collection.vector_size, text=query, query_vector=vector,
+        strategy=request.retrieval_strategy, condition=condition, principals=request.principals,
+        limit=request.limit, offset=request.offset, collapse=request.collapse_entities,
+        rrf_k=int(search_defaults().get("rrf_k", 60)),
+    ))
+    return InstantSearchResponse(results=hydrate(hits))
+
+
+def hydrate(hits) -> list[dict]:
+    """Load the chunks (and their entities) of `hits` in one query; shape them as v2 SearchResults."""
+    if not hits:
+        return []
+    chunks = {c.id: c for c in Chunk.objects.select_related("entity").filter(id__in=[h.chunk_id for h in hits])}
+    return [search_result(chunks[h.chunk_id], h.score) for h in hits if h.chunk_id in chunks]
+
+
+def search_result(chunk: Chunk, score: float) -> dict:
+    """A v2 SearchResult (API.md) for one chunk. `id` (the chunk row's UUID) is kept for the pipeline shape."""
+    entity = chunk.entity
+    return {
+        "id": str(chunk.id),
+        "entity_id": chunk.public_id,
+        "name": chunk.name,
+        "relevance_score": score,
+        "breadcrumbs": chunk.breadcrumbs,
+        "created_at": chunk.created_at.isoformat() if chunk.created_at else None,
+        "updated_at": chunk.updated_at.isoformat() if chunk.updated_at else None,
+        "textual_representation": chunk.text,
+        "airweave_system_metadata": {
+            "source_name": chunk.source_name,
+            "entity_type": chunk.entity_type,
+            "sync_id": str(chunk.sync_id) if chunk.sync_id else None,
+            "sync_job_id": str(chunk.sync_job_id) if chunk.sync_job_id else None,
+            "chunk_index": chunk.chunk_index,
+            "original_entity_id": chunk.original_entity_id,
+        },
+        "access": {"viewers": chunk.access_viewers, "is_public": chunk.access_is_public},
+        "web_url": entity.web_url,
+        "url": entity.url or None,
+        "raw_source_fields": entity.raw_source_fields,
+    }

@@ -1,0 +1,192 @@
+"""The retrieval SQL: vector leg (pgvector HNSW), keyword leg (BM25 in SQL), fusion, collapse.
+
+Both legs read `collections_chunk c` restricted to one collection, the caller's filter and,
+for user principals, the access condition. Fusion is Reciprocal Rank Fusion
+(score = Σ 1 / (k + rank), Cormack et al., SIGIR 2009). Pagination happens after fusion.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.core.cache import cache
+from django.db import connection, transaction
+
+from airweave.collections.keyword_index import TEXT_SEARCH_CONFIG
+from airweave.collections.vector_indexes import vector_cast
+from search.filters import SQLCondition
+
+# BM25 parameters (Robertson & Zaragoza 2009; Lucene's idf variant, as in bm25s).
+# Tuned on the SciFact train split by bench/beir.py --tune.
+BM25_K1 = 1.2
+BM25_B = 0.75
+STRATEGIES = ("hybrid", "semantic", "keyword")
+
+
+@dataclass
+class RetrievalQuery:
+    """What to retrieve. `query_vector` is required for semantic and hybrid (list of floats)."""
+
+    collection_id: object
+    dims: int
+    text: str
+    query_vector: object = None
+    strategy: str = "hybrid"
+    condition: SQLCondition = field(default_factory=SQLCondition.true)
+    principals: list[str] | None = None  # None: no access filter (org-wide caller)
+    limit: int = 100
+    offset: int = 0
+    collapse: bool = False
+    rrf_k: int = 60
+
+
+@dataclass
+class Hit:
+    """One ranked chunk: its row id, entity row id and score."""
+
+    chunk_id: object
+    entity_pk: object
+    score: float
+
+
+def retrieve(q: RetrievalQuery) -> list[Hit]:
+    """Rank chunks for `q` and return the page [offset, offset + limit). Raises ValueError on a bad strategy."""
+    if q.strategy not in STRATEGIES:
+        raise ValueError(f"unknown retrieval_strategy '{q.strategy}'")
+    depth = candidate_depth(q)
+    legs = []
+    if q.strategy in ("hybrid", "semantic"):
+        legs.append(vector_leg(q, depth))
+    if q.strategy in ("hybrid", "keyword"):
+        legs.append(keyword_leg(q, depth))
+    if q.collapse:
+        legs = [collapse(leg) for leg in legs]
+    ranked = legs[0] if len(legs) == 1 else rrf_fuse(legs, k=q.rrf_k, by_entity=q.collapse)
+    return ranked[q.offset:q.offset + q.limit]
+
+
+def candidate_depth(q: RetrievalQuery) -> int:
+    """How many chunks each leg fetches: enough for the page after fusion (and collapse)."""
+    depth = max(100, 2 * (q.offset + q.limit))
+    if q.collapse:
+        depth *= 3
+    return min(depth, 5000)
+
+
+def _where(q: RetrievalQuery) -> tuple[str, list]:
+    sql = "c.collection_id = %s AND " + q.condition.sql
+    params = [q.collection_id, *q.condition.params]
+    if q.principals is not None:
+        sql += " AND (c.access_is_public OR c.access_viewers && %s::varchar[])"
+        params.append(list(q.principals))
+    return sql, params
+
+
+def chunk_count(collection_id) -> int:
+    """Chunks in a collection, cached for 60 s (chooses exact scan vs HNSW, feeds BM25's N)."""
+    key = f"chunk-count:{collection_id}"
+    value = cache.get(key)
+    if value is None:
+        with connection.cursor() as cur:
+            cur.execute("SELECT count(*) FROM collections_chunk WHERE collection_id = %s", [collection_id])
+            value = cur.fetchone()[0]
+        cache.set(key, value, 60)
+    return value
+
+
+def vector_leg(q: RetrievalQuery, depth: int) -> list[Hit]:
+    """Nearest chunks by cosine similarity (score = 1 - cosine distance).
+
+    Small collections are scanned exactly; larger ones go through the per-dimension partial
+    HNSW index with pgvector's iterative scan, so a selective filter cannot starve the top-k.
+    """
+    where, params = _where(q)
+    vector = "[" + ",".join(f"{float(x):.7g}" for x in q.query_vector) + "]"
+    cast = vector_cast(q.dims)
+    exact = chunk_count(q.collection_id) <= settings.AIRWEAVE_EXACT_SCAN_MAX_CHUNKS
+    distance = "(c.embedding <=> %s::vector)" if exact else f"(c.embedding::{cast} <=> %s::{cast})"
+    sql = f"""
+        SELECT id, entity_id, 1 - d AS score FROM (
+            SELECT c.id, c.entity_id, {distance} AS d
+            FROM collections_chunk c
+            WHERE c.dims = %s AND {where}
+            ORDER BY {distance}
+            LIMIT %s
+        ) ranked ORDER BY d
+    """
+    with transaction.atomic(), connection.cursor() as cur:
+        if not exact:
+            cur.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            cur.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(max(40, min(depth, 1000)))])
+        cur.execute(sql, [vector, q.dims, *params, vector, depth])
+        return [Hit(r[0], r[1], float(r[2])) for r in cur.fetchall()]
+
+
+def keyword_leg(q: RetrievalQuery, depth: int) -> list[Hit]:
+    """BM25 over the keyword postings: Σ idf(t) · tf·(k1+1) / (tf + k1·(1 − b + b·dl/avgdl)).
+
+    idf(t) = ln(1 + (N − df + 0.5) / (df + 0.5)) with N and df over the whole collection
+    (filters narrow the candidates, not the statistics).
+    """
+    where, params = _where(q)
+    filtered = q.condition.sql != "TRUE" or q.principals is not None
+    join = f"JOIN collections_chunk c ON c.id = p.chunk_id WHERE {where} AND" if filtered else "WHERE"
+    sql = f"""
+        WITH terms AS (
+            SELECT DISTINCT t.lexeme AS term FROM unnest(to_tsvector('{TEXT_SEARCH_CONFIG}', %s)) AS t
+        ), stats AS (
+            SELECT count(*)::float8 AS n, greatest(avg(keyword_length), 1)::float8 AS avgdl
+            FROM collections_chunk WHERE collection_id = %s
+        ), df AS (
+            SELECT p.term, ln(1 + (s.n - count(*) + 0.5) / (count(*) + 0.5)) AS idf
+            FROM collections_keyword_posting p JOIN terms USING (term), stats s
+            WHERE p.collection_id = %s
+            GROUP BY p.term, s.n
+        )
+        SELECT p.chunk_id, sum(df.idf * p.tf * (%s + 1) / (p.tf + %s * (1 - %s + %s * p.dl / s.avgdl))) AS score
+        FROM collections_keyword_posting p JOIN df USING (term) CROSS JOIN stats s
+        {join} p.collection_id = %s
+        GROUP BY p.chunk_id
+        ORDER BY score DESC
+        LIMIT %s
+    """
+    k1, b = BM25_K1, BM25_B
+    args = [q.text, q.collection_id, q.collection_id, k1, k1, b, b]
+    if filtered:
+        args += params
+    args += [q.collection_id, depth]
+    with connection.cursor() as cur:
+        cur.execute(sql, args)
+        rows = cur.fetchall()
+        if not rows:
+            return []
+        cur.execute("SELECT id, entity_id FROM collections_chunk WHERE id = ANY(%s)", [[r[0] for r in rows]])
+        entity_of = dict(cur.fetchall())
+    return [Hit(r[0], entity_of[r[0]], float(r[1])) for r in rows if r[0] in entity_of]
+
+
+def collapse(hits: list[Hit]) -> list[Hit]:
+    """Keep the best-ranked chunk of each entity, in order."""
+    seen, out = set(), []
+    for hit in hits:
+        if hit.entity_pk not in seen:
+            seen.add(hit.entity_pk)
+            out.append(hit)
+    return out
+
+
+def rrf_fuse(legs: list[list[Hit]], k: int = 60, by_entity: bool = False) -> list[Hit]:
+    """Reciprocal Rank Fusion of ranked lists (ranks start at 1). Ties keep first-seen order.
+
+    With `by_entity`, hits of one entity are fused as one item, shown by its best-ranked chunk.
+    """
+    scores: dict[object, float] = {}
+    best: dict[object, tuple[int, Hit]] = {}
+    for leg in legs:
+        for rank, hit in enumerate(leg, start=1):
+            key = hit.entity_pk if by_entity else hit.chunk_id
+            scores[key] = scores.get(key, 0.0) + 1.0 / (k + rank)
+            if key not in best or rank < best[key][0]:
+                best[key] = (rank, hit)
+    ordered = sorted(scores, key=lambda key: -scores[key])
+    return [Hit(best[key][1].chunk_id, best[key][1].entity_pk, scores[key]) for key in ordered]
