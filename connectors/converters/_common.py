@@ -10,6 +10,7 @@ import decimal
 import io
 import math
 import re
+import unicodedata
 import zipfile
 from dataclasses import dataclass, field
 from typing import Iterable
@@ -103,7 +104,10 @@ def decode_text(data: bytes) -> str:
         pass
     for bom, encoding in _BOMS:
         if data.startswith(bom):
-            return data.decode(encoding, "replace")
+            text = data.decode(encoding, "replace")
+            if _garbage_share(text) > MAX_REPLACEMENT_SHARE:
+                raise SkipEntity("unreadable: binary content, not text")  # a BOM by chance
+            return text
     check_not_binary(data)
 
     replaced = data.decode("utf-8", "replace")
@@ -121,6 +125,15 @@ def decode_text(data: bytes) -> str:
     if share <= MAX_REPLACEMENT_SHARE:
         return replaced
     raise SkipEntity("unreadable: not valid UTF-8 text")
+
+
+def _garbage_share(text: str) -> float:
+    """Share of the first 20,000 characters that no text has: U+FFFD, control characters
+    (other than whitespace), private-use, unassigned and surrogate code points."""
+    sample = text[:20000]
+    bad = sum(1 for ch in sample if ch == "\ufffd" or (
+        ch not in "\t\n\r\f" and unicodedata.category(ch) in ("Cc", "Co", "Cn", "Cs")))
+    return bad / max(len(sample), 1)
 
 
 def check_not_binary(data: bytes) -> None:

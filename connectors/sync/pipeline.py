@@ -133,6 +133,11 @@ class SyncPipeline:
                 continue
             seen.add(entity.entity_id)
             self.counters.encountered[entity.entity_type()] += 1
+            if isinstance(entity, FileEntity) and entity.size > settings.AIRWEAVE_MAX_FILE_BYTES:
+                # Not even hashed: reading a huge file only to skip it would stall the job.
+                self.counters.skip(entity.entity_id, f"file too large: {entity.size} bytes > limit "
+                                                     f"{settings.AIRWEAVE_MAX_FILE_BYTES} bytes")
+                continue
             try:
                 content_hash = entity.content_hash()
             except (SkipEntity, OSError) as exc:

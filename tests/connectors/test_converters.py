@@ -5,6 +5,7 @@ the text we extract holds the words a reader sees.
 """
 from __future__ import annotations
 
+import codecs
 import io
 import os
 import re
@@ -288,6 +289,9 @@ def test_invalid_utf8_never_crashes(tmp_path):
     utf16 = tmp_path / "utf16.txt"
     utf16.write_bytes("Ünïcode in UTF-16".encode("utf-16"))
     assert convert(utf16).text == "Ünïcode in UTF-16"
+    bom_by_chance = tmp_path / "bom.txt"
+    bom_by_chance.write_bytes(codecs.BOM_UTF16_LE + os.urandom(3000))
+    assert skip_reason(bom_by_chance).startswith("unreadable: ")
     binary = tmp_path / "binary.txt"
     binary.write_bytes(bytes(range(256)) * 64)
     assert skip_reason(binary).startswith("unreadable: ")

@@ -1,0 +1,7 @@
+"""Settings for the test suite: the same as production settings, with tasks run inline."""
+from airweave.settings import *  # noqa: F401,F403
+from airweave.settings import Q_CLUSTER
+
+Q_CLUSTER = {**Q_CLUSTER, "sync": True}
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.dummy.DummyCache"}}
