@@ -206,7 +206,6 @@ class BaseSource:
     def generate_entities(self, cursor: dict) -> Iterator[BaseEntity]:
         """Yield the source's entities. `cursor` is the last completed job's cursor (a dict).
 
-        May yield `SkipEntity` instances' reasons through `self.skipped(...)`.
         """
         raise NotImplementedError
 

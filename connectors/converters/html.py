@@ -15,7 +15,8 @@ from pathlib import Path
 from bs4 import BeautifulSoup, Comment, Doctype, NavigableString, ProcessingInstruction
 
 from connectors.base import SkipEntity
-from connectors.converters._common import Document, check_not_binary, short_error, squeeze_blank_lines
+from connectors.converters._common import (Document, check_not_binary, short_error,
+                                           squeeze_blank_lines)
 
 EXTENSIONS = frozenset({".html", ".htm", ".xhtml"})
 
@@ -27,6 +28,7 @@ _BLOCKS = ["p", "div", "section", "article", "main", "aside", "header", "footer"
            "summary", "form", "fieldset", "hr", "caption"]
 _HEADING = re.compile(r"^h([1-6])$")
 _SPACES = re.compile(r"[ \t\f\v\u00a0\u200b]+")
+_NOT_TEXT = (Comment, Doctype, ProcessingInstruction)
 _LIST_GAP = re.compile(r"^(- .*)\n\n+(?=- )", re.MULTILINE)
 
 
@@ -60,7 +62,7 @@ def _visible_text(soup: BeautifulSoup) -> str:
     for tag in soup.find_all(attrs={"hidden": True}):
         if not tag.decomposed:
             tag.decompose()
-    for node in soup.find_all(string=lambda s: isinstance(s, (Comment, Doctype, ProcessingInstruction))):
+    for node in soup.find_all(string=lambda s: isinstance(s, _NOT_TEXT)):
         node.extract()
     for br in soup.find_all("br"):
         br.replace_with(NavigableString("\n"))

@@ -60,4 +60,6 @@ def first_h1(body: str) -> str | None:
 
 def convert(data: bytes, path: Path, max_bytes: int) -> Document:
     fields, body = split_front_matter(decode_text(data))
-    return Document(text=body, title=front_matter_title(fields) or first_h1(body), fields=fields)
+    title = front_matter_title(fields) or first_h1(body)
+    # A page of front matter only (a redirect, a stub) is still findable by its title.
+    return Document(text=body if body.strip() else (title or ""), title=title, fields=fields)

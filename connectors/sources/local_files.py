@@ -36,9 +36,11 @@ logger = logging.getLogger(__name__)
 
 ALWAYS_SKIPPED_DIRS = frozenset({"node_modules", "__pycache__"})
 _PROJECT_DIR = Path(__file__).resolve().parents[2]
-_MIME_OVERRIDES = {".md": "text/markdown", ".markdown": "text/markdown", ".mdx": "text/markdown",
-                   ".yaml": "application/yaml", ".yml": "application/yaml",
-                   ".toml": "application/toml", ".ts": "text/x-typescript", ".tsx": "text/x-typescript"}
+_MIME_OVERRIDES = {  # not known to every platform's mimetypes table
+    ".md": "text/markdown", ".markdown": "text/markdown", ".mdx": "text/markdown",
+    ".yaml": "application/yaml", ".yml": "application/yaml", ".toml": "application/toml",
+    ".ts": "text/x-typescript", ".tsx": "text/x-typescript",
+}
 
 
 @dataclass
@@ -132,18 +134,21 @@ class LocalFilesSource(BaseSource):
             yield self._entity(root, root.parent, (root.name,), root.stat())
             return
         if not root.is_dir():
-            raise SourceError(f"path is neither a folder nor a file: {raw}", category="config_error")
+            raise SourceError(f"path is neither a folder nor a file: {raw}",
+                              category="config_error")
         try:
             os.scandir(root).close()
         except OSError as exc:
-            raise SourceError(f"path is not readable: {raw} ({exc.strerror})", category="config_error")
+            raise SourceError(f"path is not readable: {raw} ({exc.strerror})",
+                              category="config_error")
 
         include = [_compile(p) for p in self.config.get("include") or []]
         exclude = [_compile(p) for p in self.config.get("exclude") or []]
         for file_path, parts, st in self._walk(root, include, exclude):
             yield self._entity(file_path, root, parts, st)
 
-    def _walk(self, root: Path, include, exclude) -> Iterator[tuple[Path, tuple[str, ...], os.stat_result]]:
+    def _walk(self, root: Path, include, exclude
+              ) -> Iterator[tuple[Path, tuple[str, ...], os.stat_result]]:
         """(path to read, relative parts, stat) of every listed file.
 
         Depth-first; each folder's entries sorted by name, a subfolder walked where it sorts.

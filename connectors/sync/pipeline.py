@@ -213,10 +213,19 @@ class SyncPipeline:
         return min(settings.AIRWEAVE_CHUNK_TOKENS, self.embedder.max_tokens)
 
     def _text_of(self, entity: BaseEntity) -> str:
+        """The text to chunk: the entity's content, headed by its name unless it starts with it.
+
+        The name (a front-matter title, a page title) is often absent from the body, yet it is
+        the strongest signal of what the entity is about, for both retrieval legs.
+        """
         if isinstance(entity, FileEntity):
-            document = convert_file(entity.path, max_bytes=settings.AIRWEAVE_MAX_FILE_BYTES)
-            return document.text
-        return entity.textual_representation()
+            text = convert_file(entity.path, max_bytes=settings.AIRWEAVE_MAX_FILE_BYTES).text
+        else:
+            text = entity.textual_representation()
+        name = (entity.name or "").strip()
+        if name and not text.lstrip().lstrip("#").lstrip().startswith(name):
+            text = f"{name}\n\n{text}"
+        return text
 
     def _checkpoint(self) -> None:
         """Flush counters, publish progress, and stop if a cancel was requested."""

@@ -183,8 +183,12 @@ def test_markdown_title_falls_back_to_first_h1():
     assert read_front_matter(MIXED / "md" / "sources" / "mixed.md") == ({}, None)
 
 
-def test_markdown_front_matter_only_is_empty():
-    assert skip_reason(HANDBOOK / "tools" / "vmware-fusion.md") == "empty: no text extracted"
+def test_markdown_front_matter_only_is_indexed_by_its_title(tmp_path):
+    document = convert_file(HANDBOOK / "tools" / "vmware-fusion.md", max_bytes=LIMIT)
+    assert document.text == document.title
+    stub = tmp_path / "stub.md"
+    stub.write_text("---\nredirect_to: https://example.org\n---\n", encoding="utf-8")
+    assert skip_reason(stub) == "empty: no text extracted"
 
 
 def test_front_matter_is_json_safe(tmp_path):
@@ -278,7 +282,8 @@ def test_zip_bomb_is_refused(tmp_path):
     assert reason.startswith("file too large: 52428800 bytes uncompressed")
 
 
-def test_invalid_utf8_never_crashes(tmp_path):
+def test_invalid_utf8_never_crashes(tmp_path, monkeypatch):
+    monkeypatch.setattr(converters._common, "_charset_normalizer", None)  # the built-in path
     latin = tmp_path / "latin1.txt"
     latin.write_bytes("Café crème, déjà vu — naïve.\n".encode("cp1252"))
     assert convert(latin).text == "Café crème, déjà vu — naïve."
