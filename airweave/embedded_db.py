@@ -8,6 +8,7 @@ workers and management commands share it. When run as root, pgserver creates the
 """
 from __future__ import annotations
 
+import logging
 import os
 import warnings
 from pathlib import Path
@@ -20,6 +21,7 @@ def start(data_dir: Path) -> dict:
     Returns a Django DATABASES entry (dict) pointing at the server's Unix socket.
     Raises subprocess.CalledProcessError when the server cannot start (its log is printed).
     """
+    logging.getLogger("pgserver").setLevel(logging.WARNING)
     os.environ.setdefault("XDG_RUNTIME_DIR", str(data_dir / "run"))
     (data_dir / "run").mkdir(parents=True, exist_ok=True, mode=0o700)
     with warnings.catch_warnings():

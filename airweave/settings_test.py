@@ -5,3 +5,10 @@ from airweave.settings import Q_CLUSTER
 Q_CLUSTER = {**Q_CLUSTER, "sync": True}
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.dummy.DummyCache"}}
+
+import os  # noqa: E402
+
+from airweave.settings import DATABASES  # noqa: E402
+
+# Lets two test runs share one server without sharing a database.
+DATABASES["default"]["TEST"] = {"NAME": os.environ.get("AIRWEAVE_TEST_DB_NAME", "test_airweave")}

@@ -6,6 +6,7 @@ from django.db import transaction
 from airweave.collections.models import Collection, SourceConnection, Sync
 from airweave.crypto import encrypt_json
 from connectors.registry import get_source
+from connectors.sync.schedules import sync_schedule_apply, validate_cron
 
 
 class SourceConnectionError(ValueError):
@@ -34,6 +35,7 @@ def source_connection_create(*, collection: Collection, short_name: str, name: s
         clean_config = source_cls.validate_config(config or {}, for_api=for_api)
     except ValueError as exc:
         raise SourceConnectionError(str(exc), "config") from None
+    cron_schedule = _valid_cron(cron_schedule)
     with transaction.atomic():
         connection = SourceConnection.objects.create(
             organization_id=collection.organization_id, collection=collection,
@@ -41,8 +43,9 @@ def source_connection_create(*, collection: Collection, short_name: str, name: s
             short_name=short_name, config=clean_config, encrypted_credentials=encrypt_json(credentials or {}),
             auth_method="direct", created_by=created_by, modified_by=created_by,
         )
-        Sync.objects.create(organization_id=collection.organization_id, source_connection=connection,
-                            cron_schedule=cron_schedule)
+        sync = Sync.objects.create(organization_id=collection.organization_id, source_connection=connection,
+                                   cron_schedule=cron_schedule)
+        sync_schedule_apply(sync)
     if sync_immediately:
         from connectors.sync.services import sync_job_start
 
@@ -70,10 +73,21 @@ def source_connection_update(*, source_connection: SourceConnection, name: str |
     if description is not None:
         source_connection.description = description
     source_connection.modified_by = modified_by or source_connection.modified_by
+    cron = _valid_cron(schedule.get("cron") or "") if schedule is not None else None
     with transaction.atomic():
         source_connection.save()
         if schedule is not None:
-            Sync.objects.filter(source_connection=source_connection).update(
-                cron_schedule=schedule.get("cron") or "", continuous=bool(schedule.get("continuous")),
-                cursor_field=schedule.get("cursor_field") or "")
+            sync = source_connection.sync
+            sync.cron_schedule = cron
+            sync.continuous = bool(schedule.get("continuous"))
+            sync.cursor_field = schedule.get("cursor_field") or ""
+            sync.save()
+            sync_schedule_apply(sync)
     return source_connection
+
+
+def _valid_cron(expression: str) -> str:
+    try:
+        return validate_cron(expression)
+    except ValueError as exc:
+        raise SourceConnectionError(str(exc), "schedule.cron") from None

@@ -1,11 +1,11 @@
 """REST API routes (API.md). No trailing slashes."""
 from django.urls import path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
 
 from airweave.api.views import collections, search, source_connections, sources
 
 urlpatterns = [
-    path("openapi.json", SpectacularAPIView.as_view(), name="openapi-schema"),
+    path("openapi.json", SpectacularJSONAPIView.as_view(), name="openapi-schema"),
     path("docs", SpectacularSwaggerView.as_view(url_name="openapi-schema"), name="api-docs"),
     path("collections", collections.CollectionListView.as_view()),
     path("collections/count", collections.CollectionCountView.as_view()),

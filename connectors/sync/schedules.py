@@ -1,0 +1,66 @@
+"""Cron schedules of syncs and the stuck-job sweeper, as django-q2 Schedules.
+
+A sync with a cron expression gets one django-q2 CRON schedule (named `sync-<sync id>`) that
+runs `connectors.sync.tasks.run_scheduled_sync`; django-q2 computes the next run with croniter.
+"""
+from __future__ import annotations
+
+from datetime import timedelta
+
+from croniter import croniter
+from django.conf import settings
+from django.utils import timezone
+from django_q.models import Schedule
+
+from airweave.collections.models import Sync, SyncJob
+from connectors.sync.jobs import S, sync_job_transition
+
+SWEEPER_NAME = "sweep-stuck-sync-jobs"
+
+
+def validate_cron(expression: str) -> str:
+    """Return the stripped expression; raises ValueError with an example when it is not valid cron."""
+    expression = (expression or "").strip()
+    if expression and not croniter.is_valid(expression):
+        raise ValueError(f"'{expression}' is not a valid cron expression (five fields, e.g. '0 */6 * * *')")
+    return expression
+
+
+def sync_schedule_apply(sync: Sync) -> None:
+    """Create, update or remove the django-q2 schedule of `sync` to match `sync.cron_schedule`."""
+    name = f"sync-{sync.id}"
+    if not sync.cron_schedule:
+        Schedule.objects.filter(name=name).delete()
+        Sync.objects.filter(pk=sync.pk).update(next_run_at=None)
+        return
+    schedule, _ = Schedule.objects.update_or_create(
+        name=name,
+        defaults={"func": "connectors.sync.tasks.run_scheduled_sync", "args": repr(str(sync.id)),
+                  "schedule_type": Schedule.CRON, "cron": sync.cron_schedule, "repeats": -1,
+                  "next_run": croniter(sync.cron_schedule, timezone.now()).get_next(type(timezone.now()))},
+    )
+    Sync.objects.filter(pk=sync.pk).update(next_run_at=schedule.next_run)
+    sync.next_run_at = schedule.next_run
+
+
+def ensure_sweeper_schedule(**kwargs) -> None:
+    """Make sure the stuck-job sweeper runs every 5 minutes (called after migrate)."""
+    Schedule.objects.get_or_create(
+        name=SWEEPER_NAME,
+        defaults={"func": "connectors.sync.tasks.sweep_stuck_jobs", "schedule_type": Schedule.MINUTES,
+                  "minutes": 5, "repeats": -1},
+    )
+
+
+def sync_jobs_sweep_stuck(now=None) -> int:
+    """Fail running or cancelling jobs without progress for AIRWEAVE_STUCK_JOB_MINUTES. Returns the count."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(minutes=settings.AIRWEAVE_STUCK_JOB_MINUTES)
+    stuck = SyncJob.objects.filter(status__in=[S.RUNNING, S.CANCELLING], last_progress_at__lt=cutoff)
+    swept = 0
+    for job in stuck:
+        swept += sync_job_transition(
+            job, S.FAILED, error=f"no progress for {settings.AIRWEAVE_STUCK_JOB_MINUTES} minutes (worker lost?)",
+            error_category="stuck",
+        )
+    return swept

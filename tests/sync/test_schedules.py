@@ -1,0 +1,62 @@
+"""Cron schedules of syncs (django-q2 CRON schedules) and the stuck-job sweeper."""
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+from django_q.models import Schedule
+
+from airweave.collections.models import SyncJob
+from connectors.services import SourceConnectionError, source_connection_create, source_connection_update
+from connectors.sync.jobs import sync_job_create, sync_job_transition
+from connectors.sync.schedules import SWEEPER_NAME, sync_jobs_sweep_stuck
+from connectors.sync.tasks import run_scheduled_sync
+
+
+@pytest.fixture
+def connection(make_collection, write_files):
+    root = write_files({"a.md": "Alpha document about scheduling."})
+    return source_connection_create(collection=make_collection(), short_name="local_files", config={"path": str(root)},
+                                    cron_schedule="0 */6 * * *", sync_immediately=False, for_api=False)
+
+
+def test_cron_schedule_creates_a_django_q_schedule(connection):
+    schedule = Schedule.objects.get(name=f"sync-{connection.sync.id}")
+    assert schedule.schedule_type == Schedule.CRON
+    assert schedule.cron == "0 */6 * * *"
+    connection.sync.refresh_from_db()
+    assert connection.sync.next_run_at is not None and connection.sync.next_run_at > timezone.now()
+
+
+def test_clearing_the_cron_removes_the_schedule(connection):
+    source_connection_update(source_connection=connection, schedule={"cron": None})
+    assert not Schedule.objects.filter(name=f"sync-{connection.sync.id}").exists()
+
+
+def test_invalid_cron_is_refused(make_collection, write_files):
+    root = write_files({"a.md": "x"})
+    with pytest.raises(SourceConnectionError) as info:
+        source_connection_create(collection=make_collection(), short_name="local_files", config={"path": str(root)},
+                                 cron_schedule="every day", sync_immediately=False, for_api=False)
+    assert info.value.field == "schedule.cron"
+    assert "0 */6 * * *" in str(info.value)
+
+
+def test_scheduled_run_syncs_and_skips_when_already_running(connection):
+    assert run_scheduled_sync(str(connection.sync.id)) == "completed"
+    sync_job_create(sync=connection.sync)
+    assert run_scheduled_sync(str(connection.sync.id)) == "already running"
+
+
+def test_sweeper_fails_jobs_without_progress(connection, settings):
+    settings.AIRWEAVE_STUCK_JOB_MINUTES = 30
+    job = sync_job_create(sync=connection.sync)
+    sync_job_transition(job, SyncJob.Status.RUNNING)
+    assert sync_jobs_sweep_stuck() == 0
+    SyncJob.objects.filter(pk=job.pk).update(last_progress_at=timezone.now() - timedelta(minutes=31))
+    assert sync_jobs_sweep_stuck() == 1
+    job.refresh_from_db()
+    assert (job.status, job.error_category) == ("failed", "stuck")
+
+
+def test_sweeper_schedule_exists_after_migrate(db):
+    assert Schedule.objects.filter(name=SWEEPER_NAME, func="connectors.sync.tasks.sweep_stuck_jobs").exists()
