@@ -1,0 +1,37 @@
+from django.contrib import admin
+from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
+
+from airweave.tenancy.models import APIKey, Membership, Organization, User
+
+
+@admin.register(User)
+class UserAdmin(BaseUserAdmin):
+    ordering = ["email"]
+    list_display = ["email", "full_name", "is_staff", "is_active", "date_joined"]
+    search_fields = ["email", "full_name"]
+    fieldsets = [
+        (None, {"fields": ["email", "password", "full_name"]}),
+        ("Permissions", {"fields": ["is_active", "is_staff", "is_superuser", "groups", "user_permissions"]}),
+    ]
+    add_fieldsets = [(None, {"classes": ["wide"], "fields": ["email", "password1", "password2"]})]
+
+
+class MembershipInline(admin.TabularInline):
+    model = Membership
+    extra = 0
+    autocomplete_fields = ["user"]
+
+
+@admin.register(Organization)
+class OrganizationAdmin(admin.ModelAdmin):
+    list_display = ["name", "created_at"]
+    search_fields = ["name"]
+    inlines = [MembershipInline]
+
+
+@admin.register(APIKey)
+class APIKeyAdmin(admin.ModelAdmin):
+    list_display = ["prefix", "name", "organization", "created_at", "expires_at", "last_used_at", "revoked_at"]
+    list_filter = ["organization"]
+    search_fields = ["prefix", "name"]
+    readonly_fields = ["prefix", "secret_hash", "created_at", "last_used_at"]
