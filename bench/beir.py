@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import logging
 import math
 import os
 import platform
@@ -394,6 +395,7 @@ class Bm25sReference:
         import bm25s
         import Stemmer
 
+        logging.getLogger("bm25s").setLevel(logging.WARNING)  # one debug line per index() otherwise
         self.bm25s = bm25s
         self.stemmer = Stemmer.Stemmer("english")
         self.doc_ids = list(dataset.corpus)

@@ -125,36 +125,36 @@ def vector_leg(q: RetrievalQuery, depth: int) -> list[Hit]:
 def keyword_leg(q: RetrievalQuery, depth: int) -> list[Hit]:
     """BM25 over the keyword postings: Σ idf(t) · tf·(k1+1) / (tf + k1·(1 − b + b·dl/avgdl)).
 
-    idf(t) = ln(1 + (N − df + 0.5) / (df + 0.5)) with N and df over the whole collection
-    (filters narrow the candidates, not the statistics).
+    idf(t) = ln(1 + (N − df + 0.5) / (df + 0.5)) (Lucene's variant, as in bm25s), with N and
+    avgdl from collections_keyword_stats and df counted over the collection's postings of the
+    query terms in the same single index-only pass that scores them; filters narrow the
+    candidates, never the statistics.
     """
     where, params = _where(q)
     filtered = q.condition.sql != "TRUE" or q.principals is not None
-    join = f"JOIN collections_chunk c ON c.id = p.chunk_id WHERE {where} AND" if filtered else "WHERE"
+    join = f"JOIN collections_chunk c ON c.id = p.chunk_id WHERE {where}" if filtered else ""
     sql = f"""
         WITH terms AS (
-            SELECT DISTINCT t.lexeme AS term FROM unnest(to_tsvector('{TEXT_SEARCH_CONFIG}', %s)) AS t
+            SELECT array_agg(DISTINCT t.lexeme) AS list FROM unnest(to_tsvector('{TEXT_SEARCH_CONFIG}', %s)) AS t
         ), stats AS (
-            SELECT count(*)::float8 AS n, greatest(avg(keyword_length), 1)::float8 AS avgdl
-            FROM collections_chunk WHERE collection_id = %s
-        ), df AS (
-            SELECT p.term, ln(1 + (s.n - count(*) + 0.5) / (count(*) + 0.5)) AS idf
-            FROM collections_keyword_posting p JOIN terms USING (term), stats s
-            WHERE p.collection_id = %s
-            GROUP BY p.term, s.n
+            SELECT greatest(chunk_count, 1)::float8 AS n,
+                   greatest(total_length::float8 / greatest(chunk_count, 1), 1) AS avgdl
+            FROM collections_keyword_stats WHERE collection_id = %s
+        ), p AS (
+            SELECT p.chunk_id, p.tf::float8 AS tf, p.dl::float8 AS dl, count(*) OVER (PARTITION BY p.term)::float8 AS df
+            FROM collections_keyword_posting p, terms
+            WHERE p.collection_id = %s AND p.term = ANY(terms.list)
         )
-        SELECT p.chunk_id, sum(df.idf * p.tf * (%s + 1) / (p.tf + %s * (1 - %s + %s * p.dl / s.avgdl))) AS score
-        FROM collections_keyword_posting p JOIN df USING (term) CROSS JOIN stats s
-        {join} p.collection_id = %s
+        SELECT p.chunk_id,
+               sum(ln(1 + (s.n - p.df + 0.5) / (p.df + 0.5)) * p.tf * (%s::float8 + 1)
+                   / (p.tf + %s::float8 * (1 - %s::float8 + %s::float8 * p.dl / s.avgdl))) AS score
+        FROM p CROSS JOIN stats s {join}
         GROUP BY p.chunk_id
         ORDER BY score DESC
         LIMIT %s
     """
     k1, b = BM25_K1, BM25_B
-    args = [q.text, q.collection_id, q.collection_id, k1, k1, b, b]
-    if filtered:
-        args += params
-    args += [q.collection_id, depth]
+    args = [q.text, q.collection_id, q.collection_id, k1, k1, b, b, *(params if filtered else []), depth]
     with connection.cursor() as cur:
         cur.execute(sql, args)
         rows = cur.fetchall()

@@ -24,10 +24,24 @@ WHERE c.id = ANY(%s::uuid[])
 """
 
 
+_ADD_STATS = """
+INSERT INTO collections_keyword_stats AS s (collection_id, chunk_count, total_length)
+SELECT collection_id, count(*), coalesce(sum(keyword_length), 0)
+FROM collections_chunk WHERE id = ANY(%s::uuid[]) GROUP BY collection_id
+ON CONFLICT (collection_id) DO UPDATE
+SET chunk_count = s.chunk_count + excluded.chunk_count, total_length = s.total_length + excluded.total_length
+"""
+
+
 def index_chunks(cursor, chunk_ids: list) -> None:
-    """Compute lengths and postings of freshly inserted chunks (ids: list of UUID)."""
+    """Compute lengths, postings and collection statistics of freshly inserted chunks (ids: list of UUID).
+
+    Deleted chunks take their postings (ON DELETE CASCADE) and their share of the statistics
+    (a trigger, migration 0004) with them.
+    """
     if not chunk_ids:
         return
     ids = [str(i) for i in chunk_ids]
     cursor.execute(_SET_LENGTHS, [ids])
     cursor.execute(_INSERT_POSTINGS, [ids])
+    cursor.execute(_ADD_STATS, [ids])

@@ -45,6 +45,9 @@ def sync_job_transition(job: SyncJob, to: str, **fields) -> bool:
 
     Returns True when the transition happened (and `job` is refreshed), False otherwise.
     """
+    allowed_from = ALLOWED_FROM.get(to)
+    if not allowed_from:  # nothing moves a job back to pending (or to the unused "created")
+        return False
     now = timezone.now()
     values = {"status": to, "modified_at": now, **fields}
     if to == S.RUNNING:
@@ -52,7 +55,7 @@ def sync_job_transition(job: SyncJob, to: str, **fields) -> bool:
         values.setdefault("last_progress_at", now)
     if to in SyncJob.FINAL_STATUSES:
         values.setdefault("completed_at", now)
-    changed = SyncJob.objects.filter(pk=job.pk, status__in=ALLOWED_FROM[to]).update(**values)
+    changed = SyncJob.objects.filter(pk=job.pk, status__in=allowed_from).update(**values)
     job.refresh_from_db()
     if changed:
         _connection_status_follow(job)

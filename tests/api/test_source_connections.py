@@ -303,3 +303,34 @@ def test_source_error_marks_connection_error(client, collection, local_root, wri
     assert body["error_category"] == "config_error" and body["error_message"]
     assert body["sync"]["failed_runs"] == 1
     assert client.get("/collections/docs").json()["status"] == "ERROR"
+
+
+def test_cancel_a_running_job_answers_cancelling(client, collection, folder):
+    conn = create(client, config={"path": str(folder)}, sync_immediately=False).json()
+    from airweave.collections.models import Sync
+
+    job = sync_job_create(sync=Sync.objects.get(source_connection_id=conn["id"]))
+    SyncJob.objects.filter(pk=job.pk).update(status="running")
+    r = client.post(f"/source-connections/{conn['id']}/jobs/{job.id}/cancel")
+    assert r.status_code == 200
+    assert r.json()["status"] == "cancelling"
+    assert client.post(f"/source-connections/{conn['id']}/run").status_code == 409  # still active
+
+
+@pytest.mark.xfail(reason="BUG: skip >= 2**63 reaches PostgreSQL as OFFSET ('bigint out of range') and answers 500",
+                   strict=True)
+def test_huge_skip_is_not_a_server_error(client, collection):
+    assert client.get("/source-connections", {"skip": 10**20}).status_code in (200, 422)
+
+
+@pytest.mark.xfail(reason="BUG: a NUL character in the `collection` query parameter reaches PostgreSQL and "
+                          "answers 500", strict=True)
+def test_nul_in_collection_parameter_is_not_a_server_error(client, collection):
+    assert client.get("/source-connections", {"collection": "a\x00b"}).status_code in (200, 422)
+
+
+@pytest.mark.xfail(reason="BUG: a NUL character in a config string (include pattern) cannot be stored in jsonb "
+                          "and answers 500 instead of 422", strict=True)
+def test_nul_in_config_is_422(client, collection, folder):
+    r = create(client, config={"path": str(folder), "include": ["*.md\x00"]}, sync_immediately=False)
+    assert r.status_code == 422

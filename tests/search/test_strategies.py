@@ -13,7 +13,7 @@ import pytest
 from django.test import override_settings
 
 from airweave.collections.models import Chunk
-from airweave.collections.services import collection_create
+from airweave.collections.services import ChunkRecord, EntityRecord, collection_create, entities_write
 from airweave.tenancy.models import Organization
 from connectors.services import source_connection_create
 from connectors.sync.services import sync_job_run, sync_job_start
@@ -195,3 +195,28 @@ def test_service_refuses_bad_requests(corpus, kw, loc):
     with pytest.raises(SearchRequestError) as info:
         search_instant(collection=corpus.collection, request=InstantSearchRequest(**kw))
     assert info.value.loc == loc
+
+
+@pytest.mark.xfail(reason="BUG: collapse_entities collapses only the top candidate_depth chunks of each leg "
+                          "(3 x max(100, 2 x (offset + limit))), so an entity with hundreds of better-scoring "
+                          "chunks hides every other matching entity", strict=True)
+def test_collapse_finds_every_entity_even_behind_a_very_long_one(make_collection, write_files):
+    # Written with the model-level service (entities_write) rather than a sync: this is about the
+    # keyword leg and collapse, and embedding 300+ chunks would only slow the test down.
+    collection = make_collection(readable_id="deep")
+    connection = source_connection_create(collection=collection, short_name="local_files",
+                                          config={"path": str(write_files({"x.md": "x"}))},
+                                          sync_immediately=False, for_api=False)
+    unit = [1.0] + [0.0] * (collection.vector_size - 1)
+    big = EntityRecord(entity_id="big.md", entity_type="LocalFileEntity", name="big.md", content_hash="b",
+                       chunks=[ChunkRecord(text=f"Zebra zebra grazing, part {i}.", embedding=unit) for i in range(320)])
+    small = EntityRecord(entity_id="small.txt", entity_type="LocalFileEntity", name="small.txt", content_hash="s",
+                         chunks=[ChunkRecord(text="A zebra appears once in this longer sentence about other things.",
+                                             embedding=unit)])
+    entities_write(source_connection=connection, sync_id=connection.sync.id, sync_job_id=None, records=[big, small])
+    plain = search_instant(collection=collection, request=InstantSearchRequest(
+        query="zebra", retrieval_strategy="keyword", limit=1000)).results
+    assert set(originals(plain)) == {"big.md", "small.txt"}
+    results = search_instant(collection=collection, request=InstantSearchRequest(
+        query="zebra", retrieval_strategy="keyword", limit=10, collapse_entities=True)).results
+    assert originals(results) == ["big.md", "small.txt"]
