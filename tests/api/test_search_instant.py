@@ -99,6 +99,13 @@ def test_result_shape(api, corpus):
     assert sourdough["name"] == "Sourdough bread"  # front-matter title
 
 
+@pytest.mark.xfail(reason="BUG (minor): instant search results carry an extra `id` (the chunk row UUID, meant "
+                          "for the pipeline endpoint's shape) that API.md's v2 SearchResult does not have", strict=True)
+def test_result_fields_are_exactly_those_of_api_md(api):
+    results = search(api, {"query": "bread"}).json()["results"]
+    assert results and all(set(r) == RESULT_FIELDS for r in results)
+
+
 @pytest.mark.parametrize("strategy", ["hybrid", "semantic", "keyword"])
 def test_each_strategy_over_rest(api, strategy):
     r = search(api, {"query": "Jupiter storm planet", "retrieval_strategy": strategy, "limit": 2})

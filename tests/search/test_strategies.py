@@ -17,7 +17,9 @@ from airweave.collections.services import ChunkRecord, EntityRecord, collection_
 from airweave.tenancy.models import Organization
 from connectors.services import source_connection_create
 from connectors.sync.services import sync_job_run, sync_job_start
-from search.instant import InstantSearchRequest, SearchRequestError, search_instant
+from airweave.providers.embeddings import get_embedder
+from search.instant import InstantSearchRequest, SearchRequestError, hydrate, search_instant
+from search.retrieval import RetrievalQuery, retrieve
 
 pytestmark = pytest.mark.django_db
 
@@ -72,9 +74,26 @@ def corpus(django_db_setup, django_db_blocker, tmp_path_factory):
         org.delete()
 
 
-def run(corpus, query, strategy="hybrid", **kw):
+def search(corpus, query, strategy="hybrid", **kw):
+    """The full instant search service (validation, query embedding, retrieval, shaping)."""
     return search_instant(collection=corpus.collection,
                           request=InstantSearchRequest(query=query, retrieval_strategy=strategy, **kw)).results
+
+
+_VECTORS: dict[str, list] = {}
+
+
+def run(corpus, query, strategy="hybrid", limit=100, offset=0, collapse_entities=False):
+    """The same retrieval and shaping as search_instant, with each distinct query embedded once per
+    module: most tests here ask the same query many times (pages), and embedding is the slow part."""
+    vector = None
+    if strategy != "keyword":
+        if query not in _VECTORS:
+            _VECTORS[query] = get_embedder(corpus.collection.embedding_model_name).embed([query])[0]
+        vector = _VECTORS[query]
+    return hydrate(retrieve(RetrievalQuery(
+        collection_id=corpus.collection.id, dims=corpus.collection.vector_size, text=query, query_vector=vector,
+        strategy=strategy, limit=limit, offset=offset, collapse=collapse_entities)))
 
 
 def originals(results):
@@ -90,7 +109,7 @@ def originals(results):
     ("honey bees and the queen in the hive", "hobbies/beekeeping.md"),
 ])
 def test_every_strategy_puts_the_relevant_document_first(corpus, strategy, query, expected):
-    results = run(corpus, query, strategy, limit=5)
+    results = search(corpus, query, strategy, limit=5)
     assert results, (strategy, query)
     assert originals(results)[0] == expected, (strategy, query, originals(results))
 
@@ -103,7 +122,7 @@ def test_scores_are_descending_for_every_strategy(corpus):
 
 
 def test_keyword_finds_an_exact_rare_term(corpus):
-    results = run(corpus, "QX7734", "keyword")
+    results = search(corpus, "QX7734", "keyword")
     assert originals(results) == ["warehouse/inventory.txt"]  # only the document holding the term
     assert results[0]["relevance_score"] > 0
     assert originals(run(corpus, "QX7734", "hybrid"))[0] == "warehouse/inventory.txt"
@@ -120,7 +139,7 @@ def test_keyword_without_any_matching_term_returns_nothing(corpus):
 def test_semantic_finds_a_paraphrase_with_no_shared_words(corpus):
     query = "a cat napping by a window"
     assert run(corpus, query, "keyword") == []  # no word in common with the document
-    assert originals(run(corpus, query, "semantic"))[0] == "pets/afternoon.txt"
+    assert originals(search(corpus, query, "semantic"))[0] == "pets/afternoon.txt"
     assert originals(run(corpus, query, "hybrid"))[0] == "pets/afternoon.txt"
 
 
@@ -143,14 +162,16 @@ def test_pagination_slices_the_fused_ranking(corpus, strategy):
     query = "honey bees bread planet tax tyre"
     full = [r["entity_id"] for r in run(corpus, query, strategy, limit=1000)]
     assert len(full) >= 6
-    pages = [[r["entity_id"] for r in run(corpus, query, strategy, limit=3, offset=offset)]
-             for offset in range(0, len(full), 3)]
+    pages = [[r["entity_id"] for r in run(corpus, query, strategy, limit=4, offset=offset)]
+             for offset in range(0, len(full), 4)]
     assert [e for page in pages for e in page] == full
     seen = set()
     for page in pages:
         assert not seen & set(page)  # disjoint
         seen |= set(page)
-    assert run(corpus, query, strategy, limit=3, offset=len(full)) == []
+    assert run(corpus, query, strategy, limit=4, offset=len(full)) == []
+    # The service pages the same way.
+    assert [r["entity_id"] for r in search(corpus, query, strategy, limit=4, offset=4)] == pages[1]
 
 
 def test_large_page_depth_is_not_truncated_by_the_candidate_depth(corpus):
@@ -172,6 +193,8 @@ def test_collapse_entities_keeps_one_chunk_per_entity(corpus, strategy):
     best_chunk = next(r["entity_id"] for r in plain if r["airweave_system_metadata"]["original_entity_id"]
                       == "hobbies/beekeeping.md")
     assert collapsed[0]["entity_id"] == best_chunk
+    if strategy == "hybrid":  # the service passes the flag through
+        assert originals(search(corpus, query, strategy, limit=100, collapse_entities=True)) == ids
     # Pages of a collapsed ranking are disjoint slices too.
     first = run(corpus, query, strategy, limit=1, collapse_entities=True)
     second = run(corpus, query, strategy, limit=1, offset=1, collapse_entities=True)

@@ -3,11 +3,19 @@ each bad file is counted as skipped with its reason, grouped in error_details["s
 from __future__ import annotations
 
 import shutil
+import uuid
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+from rest_framework.test import APIClient
 
 from airweave.collections.models import Chunk, Entity
+from airweave.collections.services import collection_create
+from airweave.tenancy.models import Organization
+from airweave.tenancy.services import api_key_create
+from connectors.services import source_connection_create
+from connectors.sync.services import sync_job_run, sync_job_start
 from search.instant import InstantSearchRequest, search_instant
 
 SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
@@ -29,27 +37,49 @@ BAD = {
 }
 
 
-@pytest.fixture
-def mixed_folder(write_files, tmp_path):
+def make_mixed_folder(root: Path) -> Path:
     assert ENCRYPTED_PDF.exists(), ENCRYPTED_PDF
-    root = write_files({
+    files = {
         **GOOD,
         "bad/corrupt.pdf": b"%PDF-1.7\n1 0 obj << /Type /Catalog /Pages 2 0 R >>\nthis is not a real pdf\n%%EOF",
         "bad/empty.md": b"",
         # Bytes that are neither UTF-8 nor Windows-1252, with no BOM and no control characters.
         "bad/latin_garbage.txt": b"\x81\x8d\x8f\x90\x9d" * 400,
-    })
+    }
+    for rel, content in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
     shutil.copyfile(ENCRYPTED_PDF, root / "bad" / "encrypted.pdf")
     with open(root / "bad" / "huge.txt", "wb") as f:  # sparse: no disk space used
         f.truncate(FIFTY_MB)
     return root
 
 
+@pytest.fixture(scope="module")
+def synced_module(django_db_setup, django_db_blocker, tmp_path_factory):
+    """The mixed folder synced once for the module (committed; its organization is deleted at the end)."""
+    root = make_mixed_folder(tmp_path_factory.mktemp("bad_files") / "docs")
+    with django_db_blocker.unblock():
+        org = Organization.objects.create(name=f"bad-files-{uuid.uuid4().hex[:8]}")
+        try:
+            collection = collection_create(organization=org, name="Bad files", readable_id="bad-files")
+            connection = source_connection_create(collection=collection, short_name="local_files",
+                                                  config={"path": str(root)}, sync_immediately=False, for_api=False)
+            job = sync_job_run(job_id=sync_job_start(source_connection=connection, enqueue=False).id)
+            connection.refresh_from_db()
+            key = api_key_create(organization=org, name="bad-files").key
+        except BaseException:
+            org.delete()
+            raise
+    yield SimpleNamespace(root=root, collection=collection, connection=connection, job=job, key=key)
+    with django_db_blocker.unblock():
+        org.delete()
+
+
 @pytest.fixture
-def synced(make_collection, sync_folder, mixed_folder):
-    collection = make_collection()
-    connection, job = sync_folder(collection, mixed_folder)
-    return collection, connection, job
+def synced(synced_module, db):
+    return synced_module.collection, synced_module.connection, synced_module.job
 
 
 def test_job_completes_and_indexes_the_good_files(synced):
@@ -94,8 +124,10 @@ def test_special_tokens_are_indexed_as_text_and_searchable(synced):
     assert [r["airweave_system_metadata"]["original_entity_id"] for r in results] == ["tokens.txt"]
 
 
-def test_skips_are_visible_over_rest(client, synced):
+def test_skips_are_visible_over_rest(synced_module, synced):
     _, connection, job = synced
+    client = APIClient()
+    client.credentials(HTTP_X_API_KEY=synced_module.key)
     r = client.get(f"/source-connections/{connection.id}/jobs")
     assert r.status_code == 200
     (body,) = r.json()
@@ -107,9 +139,9 @@ def test_skips_are_visible_over_rest(client, synced):
     assert body["error_details"]["skipped"] == job.error_details["skipped"]
 
 
-def test_resync_skips_the_bad_files_again_and_keeps_the_good(synced, sync_folder, mixed_folder):
+def test_resync_skips_the_bad_files_again_and_keeps_the_good(synced_module, synced, sync_folder):
     _, connection, _ = synced
-    _, job = sync_folder(None, mixed_folder, connection=connection)
+    _, job = sync_folder(None, synced_module.root, connection=connection)  # rolled back after the test
     assert job.status == "completed"
     assert (job.entities_inserted, job.entities_kept, job.entities_deleted) == (0, len(GOOD), 0)
     assert job.entities_skipped == len(BAD)
