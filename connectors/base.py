@@ -235,6 +235,8 @@ def _check_type(f: ConfigField, value):
         raise ValueError(f"config field '{f.name}' must be a {f.type}, got {type(value).__name__}")
     if f.type == "array" and f.items_type == "string" and not all(isinstance(v, str) for v in value):
         raise ValueError(f"config field '{f.name}' must be an array of strings")
+    if "\x00" in repr(value):
+        raise ValueError(f"config field '{f.name}' must not contain NUL characters")
     if f.enum_values and value not in f.enum_values:
         raise ValueError(f"config field '{f.name}' must be one of {', '.join(f.enum_values)}")
     return value

@@ -150,6 +150,8 @@ def _coerce(value, kind: str, field: str, loc):
         return parsed
     if not isinstance(value, (str, int, float)) or isinstance(value, bool):
         raise FilterError(f"'{field}' takes a string value", loc)
+    if "\x00" in str(value):
+        raise FilterError(f"the value for '{field}' must not contain NUL characters", loc)
     return str(value)
 
 

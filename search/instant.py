@@ -74,10 +74,9 @@ def hydrate(hits) -> list[dict]:
 
 
 def search_result(chunk: Chunk, score: float) -> dict:
-    """A v2 SearchResult (API.md) for one chunk. `id` (the chunk row's UUID) is kept for the pipeline shape."""
+    """A v2 SearchResult (API.md) for one chunk."""
     entity = chunk.entity
     return {
-        "id": str(chunk.id),
         "entity_id": chunk.public_id,
         "name": chunk.name,
         "relevance_score": score,

@@ -53,24 +53,41 @@ def retrieve(q: RetrievalQuery) -> list[Hit]:
     """Rank chunks for `q` and return the page [offset, offset + limit). Raises ValueError on a bad strategy."""
     if q.strategy not in STRATEGIES:
         raise ValueError(f"unknown retrieval_strategy '{q.strategy}'")
-    depth = candidate_depth(q)
     legs = []
     if q.strategy in ("hybrid", "semantic"):
-        legs.append(vector_leg(q, depth))
+        legs.append(_fetch(vector_leg, q))
     if q.strategy in ("hybrid", "keyword"):
-        legs.append(keyword_leg(q, depth))
-    if q.collapse:
-        legs = [collapse(leg) for leg in legs]
+        legs.append(_fetch(keyword_leg, q))
     ranked = legs[0] if len(legs) == 1 else rrf_fuse(legs, k=q.rrf_k, by_entity=q.collapse)
     return ranked[q.offset:q.offset + q.limit]
 
 
 def candidate_depth(q: RetrievalQuery) -> int:
-    """How many chunks each leg fetches: enough for the page after fusion (and collapse)."""
+    """How many chunks each leg fetches first: enough for the page after fusion (and collapse)."""
     depth = max(100, 2 * (q.offset + q.limit))
     if q.collapse:
         depth *= 3
-    return min(depth, 5000)
+    return min(depth, MAX_DEPTH)
+
+
+MAX_DEPTH = 20_000
+
+
+def _fetch(leg, q: RetrievalQuery) -> list[Hit]:
+    """Run one leg; when collapsing, fetch deeper until the page is full or the leg runs dry.
+
+    Entities with many matching chunks could otherwise fill the whole candidate list and hide
+    every other entity.
+    """
+    depth = candidate_depth(q)
+    while True:
+        hits = leg(q, depth)
+        if not q.collapse:
+            return hits
+        collapsed = collapse(hits)
+        if len(collapsed) >= q.offset + q.limit or len(hits) < depth or depth >= MAX_DEPTH:
+            return collapsed
+        depth = min(depth * 4, MAX_DEPTH)
 
 
 def _where(q: RetrievalQuery) -> tuple[str, list]:

@@ -10,6 +10,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from airweave.api.views.params import QueryParameterError
 from airweave.collections.services import CollectionConflict, CollectionError
 from connectors.services import SourceConnectionError
 from connectors.sync.jobs import SyncAlreadyRunning
@@ -43,6 +44,8 @@ def exception_handler(exc, context):
     """DRF exception handler producing API.md's shapes."""
     if isinstance(exc, (FilterError, SearchRequestError)):
         return unprocessable(["body", *exc.loc], str(exc))
+    if isinstance(exc, QueryParameterError):
+        return unprocessable(["query", exc.name], str(exc))
     if isinstance(exc, (CollectionError, SourceConnectionError)):
         return unprocessable(["body", exc.field] if exc.field else ["body"], str(exc))
     if isinstance(exc, (CollectionConflict, SyncAlreadyRunning)):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from django.db.models import Count, Q, QuerySet
 
-from airweave.collections.models import Collection, Entity, SourceConnection, SyncJob
+from airweave.collections.models import READABLE_ID_RE, Collection, Entity, SourceConnection, SyncJob
 
 
 def collection_list(*, organization, skip: int = 0, limit: int = 100, search: str = "") -> list[Collection]:
@@ -20,6 +20,8 @@ def collection_count(*, organization) -> int:
 
 def collection_get(*, organization, readable_id: str) -> Collection:
     """Raises Collection.DoesNotExist when `readable_id` is not a collection of `organization`."""
+    if not READABLE_ID_RE.match(readable_id or ""):
+        raise Collection.DoesNotExist(f"no collection '{readable_id}'")
     return Collection.objects.prefetch_related("source_connections").get(organization=organization, readable_id=readable_id)
 
 

@@ -178,35 +178,25 @@ def test_deleting_a_collection_deletes_its_connections(client, local_root, write
 
 # --- bad input must never answer 500 (API.md: "5xx only for real faults ... never for bad input") ---
 
-@pytest.mark.xfail(reason="BUG: skip >= 2**63 reaches PostgreSQL as OFFSET and fails with 'bigint out of range' "
-                          "(500); int_param has no upper bound for skip", strict=True)
 def test_huge_skip_is_not_a_server_error(client):
     r = client.get("/collections", {"skip": 10**20})
     assert r.status_code in (200, 422)
 
 
-@pytest.mark.xfail(reason="BUG: a NUL character in the `search` query parameter reaches PostgreSQL "
-                          "('text fields cannot contain NUL') and answers 500", strict=True)
 def test_nul_in_search_parameter_is_not_a_server_error(client):
     r = client.get("/collections", {"search": "a\x00b"})
     assert r.status_code in (200, 422)
 
 
-@pytest.mark.xfail(reason="BUG: a NUL character in the readable_id of the path reaches PostgreSQL and answers 500 "
-                          "instead of 404", strict=True)
 def test_nul_in_readable_id_path_is_404(client):
     assert client.get("/collections/a%00b").status_code == 404
 
 
-@pytest.mark.xfail(reason="BUG: a NUL character inside sync_config cannot be stored in jsonb "
-                          "('unsupported Unicode escape sequence') and answers 500 instead of 422", strict=True)
 def test_nul_in_sync_config_is_422(client):
     r = client.post("/collections", {"name": "Good name", "sync_config": {"a": "b\x00c"}}, format="json")
     assert r.status_code == 422
 
 
-@pytest.mark.xfail(reason="BUG (minor): errors of query-string parameters are located in the body "
-                          "(loc ['body', 'limit']) instead of ['query', 'limit']", strict=True)
 def test_query_parameter_errors_are_located_in_the_query(client):
     r = client.get("/collections", {"limit": 0})
     assert r.status_code == 422

@@ -99,8 +99,6 @@ def test_result_shape(api, corpus):
     assert sourdough["name"] == "Sourdough bread"  # front-matter title
 
 
-@pytest.mark.xfail(reason="BUG (minor): instant search results carry an extra `id` (the chunk row UUID, meant "
-                          "for the pipeline endpoint's shape) that API.md's v2 SearchResult does not have", strict=True)
 def test_result_fields_are_exactly_those_of_api_md(api):
     results = search(api, {"query": "bread"}).json()["results"]
     assert results and all(set(r) == RESULT_FIELDS for r in results)

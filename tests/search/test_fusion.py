@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from search.retrieval import Hit, RetrievalQuery, candidate_depth, collapse, rrf_fuse
+from search.retrieval import MAX_DEPTH, Hit, RetrievalQuery, candidate_depth, collapse, rrf_fuse
 
 
 def h(chunk, entity=None, score=0.0):
@@ -112,4 +112,4 @@ def test_candidate_depth_covers_the_page():
     deep = RetrievalQuery(**base, limit=100, offset=900)
     assert candidate_depth(deep) >= 1000
     assert candidate_depth(RetrievalQuery(**base, limit=100, offset=900, collapse=True)) >= candidate_depth(deep)
-    assert candidate_depth(RetrievalQuery(**base, limit=1000, offset=100000)) <= 5000
+    assert candidate_depth(RetrievalQuery(**base, limit=1000, offset=100000)) <= MAX_DEPTH

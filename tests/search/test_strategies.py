@@ -220,9 +220,6 @@ def test_service_refuses_bad_requests(corpus, kw, loc):
     assert info.value.loc == loc
 
 
-@pytest.mark.xfail(reason="BUG: collapse_entities collapses only the top candidate_depth chunks of each leg "
-                          "(3 x max(100, 2 x (offset + limit))), so an entity with hundreds of better-scoring "
-                          "chunks hides every other matching entity", strict=True)
 def test_collapse_finds_every_entity_even_behind_a_very_long_one(make_collection, write_files):
     # Written with the model-level service (entities_write) rather than a sync: this is about the
     # keyword leg and collapse, and embedding 300+ chunks would only slow the test down.

@@ -6,7 +6,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from airweave.api.serializers import CollectionCreateSerializer, CollectionSerializer, CollectionUpdateSerializer
-from airweave.api.views.params import int_param
+from airweave.api.views.params import int_param, str_param
 from airweave.collections import selectors, services
 
 
@@ -16,7 +16,7 @@ class CollectionListView(APIView):
     def get(self, request):
         collections = selectors.collection_list(
             organization=request.organization, skip=int_param(request, "skip", 0, minimum=0),
-            limit=int_param(request, "limit", 100, minimum=1, maximum=1000), search=request.query_params.get("search", ""),
+            limit=int_param(request, "limit", 100, minimum=1, maximum=1000), search=str_param(request, "search"),
         )
         return Response(CollectionSerializer(collections, many=True).data)
 

@@ -1,22 +1,38 @@
-"""Query-string parsing helpers that answer 422 on bad input."""
+"""Query-string parsing helpers that answer 422 (located at ["query", name]) on bad input."""
 from __future__ import annotations
 
-from rest_framework.exceptions import ValidationError
+MAX_OFFSET = 1_000_000_000
 
 
-def int_param(request, name: str, default: int, *, minimum: int | None = None, maximum: int | None = None) -> int:
-    """Integer query parameter `name`; raises ValidationError (→ 422) naming it when invalid."""
+class QueryParameterError(ValueError):
+    """A bad query-string parameter; `name` is the parameter."""
+
+    def __init__(self, name: str, message: str):
+        super().__init__(message)
+        self.name = name
+
+
+def int_param(request, name: str, default: int, *, minimum: int | None = None, maximum: int = MAX_OFFSET) -> int:
+    """Integer query parameter `name`; raises QueryParameterError (→ 422) naming it when invalid."""
     raw = request.query_params.get(name)
     if raw in (None, ""):
         return default
     try:
         value = int(raw)
     except ValueError:
-        raise ValidationError({name: ["must be an integer"]}) from None
+        raise QueryParameterError(name, "must be an integer") from None
     if minimum is not None and value < minimum:
-        raise ValidationError({name: [f"must be at least {minimum}"]})
-    if maximum is not None and value > maximum:
-        raise ValidationError({name: [f"must be at most {maximum}"]})
+        raise QueryParameterError(name, f"must be at least {minimum}")
+    if value > maximum:
+        raise QueryParameterError(name, f"must be at most {maximum}")
+    return value
+
+
+def str_param(request, name: str, default: str = "") -> str:
+    """String query parameter `name`; NUL characters are refused (PostgreSQL text cannot hold them)."""
+    value = request.query_params.get(name, default)
+    if "\x00" in value:
+        raise QueryParameterError(name, "must not contain NUL characters")
     return value
 
 
@@ -28,4 +44,4 @@ def bool_param(request, name: str, default: bool = False) -> bool:
         return True
     if raw.lower() in ("false", "0", "no"):
         return False
-    raise ValidationError({name: ["must be true or false"]})
+    raise QueryParameterError(name, "must be true or false")

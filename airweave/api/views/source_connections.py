@@ -11,7 +11,7 @@ from airweave.api.serializers import (
     job_payload, source_connection_list_item, source_connection_payload,
 )
 from airweave.api.views.collections import _user
-from airweave.api.views.params import bool_param, int_param
+from airweave.api.views.params import bool_param, int_param, str_param
 from airweave.collections import selectors
 from connectors import services
 from connectors.sync.services import sync_job_cancel, sync_job_start
@@ -30,7 +30,7 @@ class SourceConnectionListView(APIView):
                                OpenApiParameter("limit", int)], responses=SourceConnectionSchema)
     def get(self, request):
         connections = selectors.source_connection_list(
-            organization=request.organization, collection_readable_id=request.query_params.get("collection") or None,
+            organization=request.organization, collection_readable_id=str_param(request, "collection") or None,
             skip=int_param(request, "skip", 0, minimum=0), limit=int_param(request, "limit", 100, minimum=1, maximum=1000),
         )
         return Response([source_connection_list_item(c) for c in connections])
