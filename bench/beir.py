@@ -26,9 +26,9 @@ Run from the project folder:
 
 The collection (organization "bench", readable_id `--collection`, default "beir-<dataset>") is
 reused when it is fully indexed, so tuning runs skip the sync; --reindex deletes and rebuilds it.
-Without a sync in this run, the sync figures of the most recent saved run that measured them are
-carried into the JSON. Results go to bench/results/<dataset>-<YYYYMMDD-HHMMSS>.json and
-bench/results/<dataset>-latest.json.
+Without a sync in this run, the sync figures of the collection's last rebuild (kept in
+bench/.cache/<collection>-sync.json) are carried into the JSON. Results go to
+bench/results/<dataset>-<YYYYMMDD-HHMMSS>.json and bench/results/<dataset>-latest.json.
 """
 from __future__ import annotations
 
@@ -142,11 +142,13 @@ def write_documents(dataset: Dataset, folder: Path) -> int:
     """Write one `<doc_id>.md` per document, leaving identical files untouched; remove stale ones.
 
     Returns the number of files written. The title goes to the front matter (as a JSON string,
-    which YAML reads as a double-quoted scalar) and to the body, so it is indexed.
+    which YAML reads as a double-quoted scalar) and heads the body, so it is indexed once: its
+    whitespace is normalised as the entity name is, so the pipeline does not prepend it again.
     """
     folder.mkdir(parents=True, exist_ok=True)
     written = 0
-    for doc_id, (title, text) in dataset.corpus.items():
+    for doc_id, (raw_title, text) in dataset.corpus.items():
+        title = " ".join(raw_title.split())
         content = f"---\ntitle: {json.dumps(title, ensure_ascii=False)}\n---\n{title}\n\n{text}\n".encode()
         path = folder / f"{doc_id}.md"
         if not path.exists() or path.read_bytes() != content:
@@ -207,25 +209,29 @@ def timed_sync(connection, label: str) -> tuple[object, float]:
 
 def build_index(organization, readable_id: str, docs_dir: Path, dataset: Dataset) -> tuple[object, dict]:
     """Create the collection and its local_files connection, sync it, re-sync it; return (collection, figures)."""
+    from django.conf import settings
+
     from airweave.collections.services import collection_create
     from airweave.providers.embeddings import get_embedder
-    from airweave.providers.local_embeddings import get_local_embedder
     from connectors.services import source_connection_create
 
     collection = collection_create(organization=organization, name=f"BEIR {dataset.name}"[:64], readable_id=readable_id)
     connection = source_connection_create(collection=collection, short_name="local_files", name=f"Files in {docs_dir}",
                                           config={"path": str(docs_dir)}, sync_immediately=False, for_api=False)
+    embedder = get_embedder(collection.embedding_model_name)  # the process-wide LocalEmbedder the pipeline uses
     started = time.perf_counter()
-    get_embedder(collection.embedding_model_name).embed(["warm-up"])  # model load is not indexing time
+    embedder.embed(["warm-up"])  # model load is not indexing time
     model_load_s = time.perf_counter() - started
 
     first, first_s = timed_sync(connection, "first sync")
-    calls_before = get_local_embedder().calls
+    calls_before = embedder.calls
     again, again_s = timed_sync(connection, "re-sync")
     figures = {
         "measured_at": datetime.now().isoformat(timespec="seconds"),
         "documents": len(dataset.corpus),
         "model_load_s": model_load_s,
+        "chunk_tokens": settings.AIRWEAVE_CHUNK_TOKENS, "chunk_overlap_tokens": settings.AIRWEAVE_CHUNK_OVERLAP_TOKENS,
+        "embedding_batch_size": settings.AIRWEAVE_EMBEDDING_BATCH_SIZE,
         "first_sync": {
             "wall_s": first_s, "job_duration_s": first.duration_seconds, "entities_inserted": first.entities_inserted,
             "entities_skipped": first.entities_skipped, "entities_failed": first.entities_failed,
@@ -235,27 +241,32 @@ def build_index(organization, readable_id: str, docs_dir: Path, dataset: Dataset
         "resync": {
             "wall_s": again_s, "job_duration_s": again.duration_seconds, "entities_kept": again.entities_kept,
             "entities_inserted": again.entities_inserted, "entities_updated": again.entities_updated,
-            "chunks_embedded": again.chunks_embedded, "embedder_calls": get_local_embedder().calls - calls_before,
+            "chunks_embedded": again.chunks_embedded, "embedder_calls": embedder.calls - calls_before,
         },
         "speedup_first_over_resync": first_s / again_s,
     }
     return collection, figures
 
 
-def previous_sync_figures(dataset_name: str, readable_id: str) -> dict | None:
-    """The sync figures of the most recent saved run of this collection that has them, marked as carried over."""
-    for path in sorted(RESULTS_DIR.glob(f"{dataset_name}-2*.json"), reverse=True):
-        try:
-            saved = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-        if saved.get("collection") == readable_id and saved.get("sync"):
-            return {**saved["sync"], "carried_over_from": saved["sync"].get("carried_over_from", path.name)}
-    return None
+def sync_figures_path(readable_id: str) -> Path:
+    """Where the sync figures of the collection's last (re)index are kept between runs."""
+    return CACHE_DIR / f"{readable_id}-sync.json"
+
+
+def saved_sync_figures(readable_id: str) -> dict | None:
+    """The figures of the collection's last (re)index, marked as carried over, or None."""
+    try:
+        return {**json.loads(sync_figures_path(readable_id).read_text()), "carried_over": True}
+    except (OSError, ValueError):
+        return None
 
 
 def ensure_index(dataset: Dataset, readable_id: str, reindex: bool):
-    """Return (collection, sync figures or None): reuse a fully indexed collection unless `reindex`."""
+    """Return (collection, sync figures): reuse a fully indexed collection unless `reindex`.
+
+    The figures of a rebuild are also kept in bench/.cache, so runs that reuse the collection
+    (or a run that fails after indexing) still report them.
+    """
     from airweave.collections.services import collection_delete
     from airweave.tenancy.services import organization_get_or_create
 
@@ -266,12 +277,14 @@ def ensure_index(dataset: Dataset, readable_id: str, reindex: bool):
     collection = find_collection(organization, readable_id)
     if collection is not None and not reindex and is_fully_indexed(collection, docs_dir, len(dataset.corpus)):
         print(f"reusing collection {readable_id} (fully indexed; --reindex to rebuild)", flush=True)
-        return collection, None
+        return collection, saved_sync_figures(readable_id)
     if collection is not None:
         print(f"deleting collection {readable_id}", flush=True)
         collection_delete(collection=collection)
     print(f"indexing into collection {readable_id} through the sync pipeline", flush=True)
-    return build_index(organization, readable_id, docs_dir, dataset)
+    collection, figures = build_index(organization, readable_id, docs_dir, dataset)
+    sync_figures_path(readable_id).write_text(json.dumps(figures, indent=1) + "\n")
+    return collection, figures
 
 
 # --- our search ------------------------------------------------------------------------------
@@ -281,12 +294,14 @@ def doc_id_of(entity_id: str) -> str:
     return entity_id.removesuffix(".md")
 
 
-def warm_up(collection, strategy: str, text: str) -> None:
-    """One untimed search_instant call (connections, caches, model load)."""
+def warm_up(collection, strategy: str, text: str) -> float:
+    """One search_instant call kept out of the figures (connections, caches, model load); its ms."""
     from search.instant import InstantSearchRequest, search_instant
 
+    started = time.perf_counter()
     search_instant(collection=collection, request=InstantSearchRequest(
         query=text, retrieval_strategy=strategy, limit=TOP_K, collapse_entities=True))
+    return (time.perf_counter() - started) * 1000
 
 
 def instant_run(collection, strategy: str, queries: dict[str, str]) -> tuple[dict[str, list[str]], list[float]]:
@@ -476,7 +491,7 @@ def print_report(report: dict) -> None:
     sync = report.get("sync")
     if sync:
         first, again = sync["first_sync"], sync["resync"]
-        origin = f" (carried over from {sync['carried_over_from']})" if "carried_over_from" in sync else ""
+        origin = f" (measured {sync['measured_at']}, carried over)" if sync.get("carried_over") else ""
         print(f"\nsync{origin}: first {first['wall_s']:.1f}s, {first['chunks_embedded']} chunks, "
               f"{first['chunks_per_s']:.1f} chunks/s; re-sync {again['wall_s']:.2f}s, kept {again['entities_kept']}, "
               f"embedder calls {again['embedder_calls']}; speedup {sync['speedup_first_over_resync']:.1f}x")
@@ -525,14 +540,13 @@ def main(argv: list[str] | None = None) -> None:
     run_id = datetime.now().strftime("%Y%m%d-%H%M%S")
 
     collection, sync = ensure_index(dataset, readable_id, args.reindex)
-    sync = sync or previous_sync_figures(dataset.name, readable_id)
 
     ours = {}
     warm_text = next(iter(train.values()), next(iter(test.values())))
     for strategy in STRATEGIES:
-        warm_up(collection, strategy, warm_text)
+        warmup_ms = warm_up(collection, strategy, warm_text)
         run, latencies = instant_run(collection, strategy, test)
-        ours[strategy] = {**evaluate(run, dataset.qrels["test"]), **latency_summary(latencies)}
+        ours[strategy] = {**evaluate(run, dataset.qrels["test"]), **latency_summary(latencies), "warmup_ms": warmup_ms}
         print(f"  {strategy}: nDCG@10={ours[strategy]['ndcg@10']:.4f} p50={ours[strategy]['p50_ms']:.1f} ms", flush=True)
 
     print("bm25s reference (grid on train)...", flush=True)

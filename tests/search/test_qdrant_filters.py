@@ -1,0 +1,94 @@
+"""The pipeline endpoint's Qdrant-style filter: parsed to the same internal form as v2 groups.
+
+Runs against the corpus of test_filters (synced once for this module too).
+"""
+from __future__ import annotations
+
+import pytest
+
+from search.filters import QDRANT_EXAMPLE, Condition, FilterError, Group, compile_qdrant_filter, parse_filter_groups, \
+    parse_qdrant_filter
+from search.instant import hydrate
+from search.retrieval import RetrievalQuery, retrieve
+from tests.search.test_filters import ALL, corpus  # noqa: F401  (module fixture)
+
+pytestmark = pytest.mark.django_db
+
+
+def matching(corpus, spec):  # noqa: F811
+    hits = retrieve(RetrievalQuery(collection_id=corpus.collection.id, dims=corpus.collection.vector_size,
+                                   text="documents", query_vector=corpus.query_vector, strategy="semantic",
+                                   condition=compile_qdrant_filter(spec), limit=1000))
+    return {r["airweave_system_metadata"]["original_entity_id"] for r in hydrate(hits)}
+
+
+def test_both_languages_reach_the_same_internal_form():
+    v2 = parse_filter_groups([{"conditions": [{"field": "airweave_system_metadata.source_name", "operator": "equals",
+                                               "value": "local_files"}]}])
+    qdrant = parse_qdrant_filter({"should": [{"must": [{"key": "airweave_system_metadata.source_name",
+                                                         "match": {"value": "local_files"}}]}]})
+    leaf = Condition("airweave_system_metadata.source_name", "eq", ("local_files",))
+    assert v2 == Group("or", (Group("and", (leaf,)),))
+    assert qdrant == Group("min", (Group("and", (leaf,)),), 1)
+
+
+def test_must_match_value_and_short_keys(corpus):  # noqa: F811
+    assert matching(corpus, {"must": [{"key": "source_name", "match": {"value": "local_files"}}]}) == ALL
+    assert matching(corpus, {"must": [{"key": "name", "match": {"value": "Q1 report"}}]}) == {"reports/2023/q1.md"}
+
+
+def test_match_any_and_except(corpus):  # noqa: F811
+    any_ = {"must": [{"key": "original_entity_id", "match": {"any": ["readme.md", "notes/meeting.txt"]}}]}
+    assert matching(corpus, any_) == {"readme.md", "notes/meeting.txt"}
+    except_ = {"must": [{"key": "original_entity_id", "match": {"except": ["readme.md"]}}]}
+    assert matching(corpus, except_) == ALL - {"readme.md"}
+
+
+def test_must_not_and_should_with_minimum(corpus):  # noqa: F811
+    spec = {"must_not": [{"key": "breadcrumbs.name", "match": {"value": "reports"}}]}
+    assert matching(corpus, spec) == {"readme.md", "notes/meeting.txt", "notes/handbook.md"}
+    should = [{"key": "breadcrumbs.name", "match": {"value": "reports"}},
+              {"key": "breadcrumbs.name", "match": {"value": "2024"}},
+              {"key": "name", "match": {"text": "report"}}]
+    assert matching(corpus, {"should": should}) == {"reports/2023/q1.md", "reports/2024/q2.md"}
+    assert matching(corpus, {"should": should, "minimum_should_match": 3}) == {"reports/2024/q2.md"}
+
+
+def test_range_on_dates_and_chunk_index(corpus):  # noqa: F811
+    spec = {"must": [{"key": "updated_at", "range": {"gte": "2024-01-01", "lt": "2024-07-01"}}]}
+    assert matching(corpus, spec) == {"reports/2024/q2.md", "notes/meeting.txt"}
+    assert matching(corpus, {"must": [{"key": "chunk_index", "range": {"gt": 0}}]}) == {"notes/handbook.md"}
+
+
+def test_nested_filters_and_has_id(corpus):  # noqa: F811
+    nested = {"must": [{"should": [{"key": "name", "match": {"value": "Q1 report"}},
+                                   {"key": "name", "match": {"value": "Q2 Report"}}]},
+                       {"must_not": [{"key": "updated_at", "range": {"lt": "2024-01-01"}}]}]}
+    assert matching(corpus, nested) == {"reports/2024/q2.md"}
+    from airweave.collections.models import Chunk
+
+    row_id = str(Chunk.objects.get(collection=corpus.collection, original_entity_id="readme.md").id)
+    assert matching(corpus, {"must": [{"has_id": [row_id]}]}) == {"readme.md"}
+
+
+def test_is_empty_and_is_null(corpus):  # noqa: F811
+    assert matching(corpus, {"must": [{"is_empty": {"key": "breadcrumbs"}}]}) == {"readme.md"}
+    assert matching(corpus, {"must": [{"is_null": {"key": "updated_at"}}]}) == set()
+
+
+@pytest.mark.parametrize("spec, loc", [
+    ({"must": [{"key": "colour", "match": {"value": "red"}}]}, ["filter", "must", 0, "key"]),
+    ({"must": [{"key": "name", "range": {"gt": 1}}]}, ["filter", "must", 0, "range"]),
+    ({"must": [{"key": "name", "match": {"value": "a", "any": ["b"]}}]}, ["filter", "must", 0, "match"]),
+    ({"must": [{"key": "name", "match": {"any": "b"}}]}, ["filter", "must", 0, "match", "any"]),
+    ({"must": [{"key": "updated_at", "range": {"gt": "last week"}}]}, ["filter", "must", 0, "range", "gt"]),
+    ({"should": [{"key": "name", "match": {"value": "a"}}], "minimum_should_match": 0}, ["filter", "minimum_should_match"]),
+    ({"must": [{"key": "name"}]}, ["filter", "must", 0]),
+    ({"where": []}, ["filter"]),
+    ([], ["filter"]),
+])
+def test_invalid_filters_name_the_condition_and_show_an_example(spec, loc):
+    with pytest.raises(FilterError) as info:
+        parse_qdrant_filter(spec)
+    assert info.value.loc == loc
+    assert QDRANT_EXAMPLE in str(info.value)
