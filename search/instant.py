@@ -10,6 +10,7 @@ from airweave.collections.models import Chunk, Collection
 from airweave.providers.catalog import search_defaults
 from airweave.providers.embeddings import get_embedder
 from search.filters import compile_filter_groups
+from search.results import v2_result
 from search.retrieval import STRATEGIES, RetrievalQuery, retrieve
 
 MAX_QUERY_CHARS = 2000
@@ -70,30 +71,4 @@ def hydrate(hits) -> list[dict]:
     if not hits:
         return []
     chunks = {c.id: c for c in Chunk.objects.select_related("entity").filter(id__in=[h.chunk_id for h in hits])}
-    return [search_result(chunks[h.chunk_id], h.score) for h in hits if h.chunk_id in chunks]
-
-
-def search_result(chunk: Chunk, score: float) -> dict:
-    """A v2 SearchResult (API.md) for one chunk."""
-    entity = chunk.entity
-    return {
-        "entity_id": chunk.public_id,
-        "name": chunk.name,
-        "relevance_score": score,
-        "breadcrumbs": chunk.breadcrumbs,
-        "created_at": chunk.created_at.isoformat() if chunk.created_at else None,
-        "updated_at": chunk.updated_at.isoformat() if chunk.updated_at else None,
-        "textual_representation": chunk.text,
-        "airweave_system_metadata": {
-            "source_name": chunk.source_name,
-            "entity_type": chunk.entity_type,
-            "sync_id": str(chunk.sync_id) if chunk.sync_id else None,
-            "sync_job_id": str(chunk.sync_job_id) if chunk.sync_job_id else None,
-            "chunk_index": chunk.chunk_index,
-            "original_entity_id": chunk.original_entity_id,
-        },
-        "access": {"viewers": chunk.access_viewers, "is_public": chunk.access_is_public},
-        "web_url": entity.web_url,
-        "url": entity.url or None,
-        "raw_source_fields": entity.raw_source_fields,
-    }
+    return [v2_result(chunks[h.chunk_id], h.score) for h in hits if h.chunk_id in chunks]

@@ -1,0 +1,64 @@
+"""OpenAI and OpenAI-compatible endpoints (Groq, Cerebras, Mistral, Together, Ollama, vLLM) via `openai`."""
+from __future__ import annotations
+
+import json
+from typing import Iterator
+
+import openai
+
+from airweave.providers.errors import ProviderError
+
+TIMEOUT_S = 20.0
+
+
+class OpenAICompatibleModel:
+    """A chat model behind an OpenAI-compatible API. The SDK's own retries are off: the chain falls back."""
+
+    def __init__(self, *, model: str, api_key: str | None, base_url: str, timeout: float = TIMEOUT_S):
+        self.model = model
+        self.client = openai.OpenAI(api_key=api_key or "not-needed", base_url=base_url, timeout=timeout, max_retries=0)
+
+    def complete_json(self, *, system: str, user: str, schema: dict, name: str) -> dict:
+        """Structured output: the reply parsed as JSON following `schema` (JSON Schema, strict)."""
+        with _mapped_errors():
+            response = self.client.chat.completions.create(
+                model=self.model,
+                messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
+                response_format={"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}},
+                temperature=0,
+            )
+        content = response.choices[0].message.content or ""
+        try:
+            return json.loads(content)
+        except json.JSONDecodeError:
+            raise ProviderError(f"{self.model} returned invalid JSON", retryable=True) from None
+
+    def stream_text(self, *, system: str, user: str) -> Iterator[str]:
+        """Stream the reply's text deltas."""
+        with _mapped_errors():
+            stream = self.client.chat.completions.create(
+                model=self.model,
+                messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
+                stream=True, temperature=0,
+            )
+            for event in stream:
+                if event.choices and event.choices[0].delta and event.choices[0].delta.content:
+                    yield event.choices[0].delta.content
+
+
+class _mapped_errors:
+    """Turns SDK exceptions into ProviderError: 429, 5xx, timeouts and connection errors are retryable."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc is None or isinstance(exc, ProviderError):
+            return False
+        if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError)):
+            raise ProviderError(f"{type(exc).__name__}: {exc}", retryable=True) from exc
+        if isinstance(exc, openai.APIStatusError):
+            status = exc.status_code
+            raise ProviderError(f"HTTP {status}: {exc.message}", retryable=status == 429 or status >= 500,
+                                status=status) from exc
+        return False

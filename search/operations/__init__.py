@@ -1,0 +1,1 @@
+"""Search operations: one class per file, each declaring what it depends on (see base.py)."""

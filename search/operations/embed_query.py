@@ -1,0 +1,19 @@
+"""EmbedQuery: embeds the query and its expansions with the collection's pinned model."""
+from __future__ import annotations
+
+from airweave.providers.embeddings import get_embedder
+from search.operations.base import Context, OperationSkipped, SearchOperation
+from search.state import SearchState
+
+
+class EmbedQuery(SearchOperation):
+    name = "embed_query"
+    AFTER = ("query_expansion",)
+
+    def execute(self, state: SearchState, ctx: Context) -> None:
+        if state.retrieval_strategy == "keyword":
+            raise OperationSkipped("the keyword strategy needs no query vector")
+        vectors = get_embedder(state.embedding_model).embed(state.all_queries())
+        state.query_vectors = [v.tolist() for v in vectors]
+        state.provider_used[self.name] = state.embedding_model
+        ctx.emit("embedding_done", op=self.name, count=len(state.query_vectors), dimensions=state.dims)

@@ -1,0 +1,54 @@
+"""FederatedSearch: asks sources that search at query time (declared `federated_search`) and merges by RRF."""
+from __future__ import annotations
+
+import logging
+
+from airweave.collections.models import SourceConnection
+from airweave.crypto import decrypt_json
+from connectors.registry import get_source
+from search.operations.base import Context, OperationSkipped, SearchOperation
+from search.state import Candidate, SearchState
+
+logger = logging.getLogger(__name__)
+
+
+class FederatedSearch(SearchOperation):
+    name = "federated_search"
+    AFTER = ("retrieval",)
+    optional = True
+
+    def execute(self, state: SearchState, ctx: Context) -> None:
+        connections = [c for c in SourceConnection.objects.filter(collection_id=state.collection_id)
+                       if _is_federated(c.short_name)
+                       and (not state.source_connection_ids or c.id in set(state.source_connection_ids))]
+        if not connections:
+            raise OperationSkipped("no federated sources in this collection")
+        lists, failures = [], {}
+        for connection in connections:
+            source = get_source(connection.short_name)(connection.config, decrypt_json(connection.encrypted_credentials))
+            try:
+                lists.append(source.search(state.query, limit=state.offset + state.limit))
+            except Exception as exc:  # a failing federated source gives partial results, not a failed search
+                logger.warning("federated search of %s failed", connection.short_name, exc_info=True)
+                failures[connection.short_name] = str(exc)
+        k = state.rrf_k
+        scores: dict[str, float] = {}
+        for rank, cand in enumerate(state.candidates, start=1):
+            scores[f"chunk:{cand.chunk_id}"] = 1 / (k + rank)
+        merged = {f"chunk:{c.chunk_id}": c for c in state.candidates}
+        for results in lists:
+            for rank, result in enumerate(results, start=1):
+                key = f"fed:{result['entity_id']}"
+                scores[key] = scores.get(key, 0) + 1 / (k + rank)
+                merged.setdefault(key, Candidate(chunk_id=None, entity_pk=None, score=0.0, federated=result))
+        state.candidates = [merged[key].model_copy(update={"score": scores[key]})
+                            for key in sorted(scores, key=lambda key: -scores[key])]
+        ctx.emit("federated_search_done", op=self.name, sources=[c.short_name for c in connections],
+                 failures=failures, count=sum(len(r) for r in lists))
+
+
+def _is_federated(short_name: str) -> bool:
+    try:
+        return bool(get_source(short_name).federated_search)
+    except KeyError:
+        return False

@@ -1,0 +1,78 @@
+"""GenerateAnswer: a cited answer over the page of results, streamed as completion_delta events.
+
+A language model answers from a token-budgeted context of numbered results and cites them
+inline as [[N]]; without one, the extractive answer (airweave.providers.local_answer) quotes
+the results' own sentences. Citations that do not point at a returned result are removed.
+"""
+from __future__ import annotations
+
+import re
+
+from airweave.providers.embeddings import get_embedder
+from airweave.providers.errors import NoProviderAvailable
+from airweave.providers.local_answer import extractive_answer
+from search.operations.base import Context, SearchOperation
+from search.results import candidate_text
+from search.state import SearchState
+
+NO_RESULTS = "No results found for your query."
+CITATION = re.compile(r"\[\[(\d+)\]\]")
+SYSTEM = ("Answer the question using only the numbered search results. Cite every claim inline with the "
+          "number of the result it comes from, written as [[N]]. If the results do not contain the answer, "
+          "say so briefly. Be concise.")
+
+
+class GenerateAnswer(SearchOperation):
+    name = "generate_answer"
+    REQUIRES = ("retrieval",)
+    AFTER = ("reranking", "federated_search", "recency")
+    optional = True
+
+    def execute(self, state: SearchState, ctx: Context) -> None:
+        page = state.candidates[state.offset:state.offset + state.limit]
+        if not page:
+            state.completion = NO_RESULTS
+            ctx.emit("completion_done", op=self.name, text=NO_RESULTS)
+            return
+        passages = self._budgeted([candidate_text(c) for c in page], state)
+        try:
+            text, provider = ctx.chains["generate_answer"].call(
+                lambda model, spec: self._answer(model, state, passages, ctx))
+        except NoProviderAvailable as exc:
+            ctx.emit("error", operation=self.name, message=str(exc))
+            return
+        state.completion = _valid_citations(text, len(page))
+        state.provider_used[self.name] = provider
+        ctx.emit("completion_done", op=self.name, text=state.completion)
+
+    def _answer(self, model, state: SearchState, passages: list[str], ctx: Context) -> str:
+        if model == "extractive":
+            text = extractive_answer(state.query, passages) or NO_RESULTS
+            ctx.emit("completion_delta", op=self.name, text=text)
+            return text
+        context = "\n\n".join(f"[[{i}]] {p}" for i, p in enumerate(passages, start=1))
+        parts = []
+        for delta in model.stream_text(system=SYSTEM, user=f"Search results:\n{context}\n\nQuestion: {state.query}"):
+            parts.append(delta)
+            ctx.emit("completion_delta", op=self.name, text=delta)
+        return "".join(parts)
+
+    def _budgeted(self, texts: list[str], state: SearchState) -> list[str]:
+        """The results' texts, cut so that together they fit `context_tokens` (the embedding model's tokens)."""
+        budget = int(self.options.get("context_tokens", 3000))
+        tokenizer = get_embedder(state.embedding_model).tokenizer
+        out = []
+        for text in texts:
+            ids = tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"]
+            if budget <= 0:
+                break
+            if len(ids) > budget:
+                text = tokenizer.decode(ids[:budget])
+            budget -= min(len(ids), budget)
+            out.append(text)
+        return out
+
+
+def _valid_citations(text: str, count: int) -> str:
+    """Drop [[N]] marks whose N is not a position in the returned results (1..count)."""
+    return CITATION.sub(lambda m: m.group(0) if 1 <= int(m.group(1)) <= count else "", text).strip()

@@ -1,0 +1,90 @@
+"""The search pipeline service: one request → state → operations → results and completion.
+
+Called by the REST endpoints (plain JSON and SSE), the websocket consumer and MCP tools. `emit`
+receives every event of API.md (start, operator_start/end, ..., results, done).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from airweave.collections.models import Collection
+from airweave.events import EventStream
+from airweave.providers.catalog import search_defaults
+from search.factory import build_chains, build_operations
+from search.filters import parse_filter_groups, parse_qdrant_filter
+from search.instant import SearchRequestError
+from search.operations.base import Context
+from search.orchestrator import run_pipeline
+from search.results import pipeline_result
+from search.state import SearchState
+
+STRATEGY_ALIASES = {"neural": "semantic"}
+
+
+@dataclass
+class PipelineRequest:
+    """The pipeline endpoint's request (API.md). Flags left None take defaults.yml's values."""
+
+    query: str
+    retrieval_strategy: str | None = None
+    filter: dict | None = None  # Qdrant-style
+    filter_groups: list | None = None  # v2 filter groups (tiers)
+    offset: int = 0
+    limit: int | None = None
+    source_connection_ids: list | None = None
+    expand_query: bool | None = None
+    interpret_filters: bool | None = None
+    rerank: bool | None = None
+    generate_answer: bool | None = None
+    recency_weight: float | None = None
+    collapse_entities: bool = False
+
+
+@dataclass
+class PipelineResponse:
+    results: list[dict]
+    completion: str | None
+    state: SearchState
+    events: list[dict] = field(default_factory=list)
+
+
+def search_pipeline(*, collection: Collection, request: PipelineRequest, principals: list[str] | None = None,
+                    sink: Callable[[dict], Any] | None = None) -> PipelineResponse:
+    """Run the search pipeline over `collection`.
+
+    `principals` restricts results to what a user may see (None: organization-wide caller).
+    `sink` receives each event as it happens. Raises SearchRequestError / FilterError on bad input.
+    """
+    defaults = search_defaults()
+    strategy = STRATEGY_ALIASES.get(request.retrieval_strategy or defaults["retrieval_strategy"],
+                                    request.retrieval_strategy or defaults["retrieval_strategy"])
+    query = (request.query or "").strip()
+    if not query:
+        raise SearchRequestError("query must not be empty", ["query"])
+    limit = request.limit if request.limit is not None else int(defaults["limit"])
+    user_filter = parse_qdrant_filter(request.filter) if request.filter else parse_filter_groups(request.filter_groups)
+    stream = EventStream(sink)
+    flags = {"expand_query": request.expand_query, "interpret_filters": request.interpret_filters,
+             "rerank": request.rerank, "generate_answer": request.generate_answer,
+             "recency": bool(request.recency_weight) or None}
+    operations = build_operations(flags)
+    state = SearchState(
+        query=query, retrieval_strategy=strategy, limit=limit, offset=request.offset, collection_id=collection.id,
+        readable_id=collection.readable_id, organization_id=collection.organization_id, dims=collection.vector_size,
+        embedding_model=collection.embedding_model_name, principals=principals, user_filter=user_filter,
+        source_connection_ids=request.source_connection_ids, collapse_entities=request.collapse_entities,
+        recency_weight=request.recency_weight or 0.0, rrf_k=int(defaults.get("rrf_k", 60)),
+        overfetch=2 if any(op.name == "reranking" for op in operations) else 1,
+    )
+    stream.emit("start", request_id=state.request_id, query=query, collection_id=collection.readable_id)
+    ctx = Context(emit=stream.emit, chains=build_chains(operations))
+    try:
+        run_pipeline(operations, state, ctx)
+    except Exception as exc:
+        stream.emit("error", message=str(exc))
+        raise
+    results = [pipeline_result(c) for c in state.candidates[state.offset:state.offset + state.limit]]
+    stream.emit("results", results=results)
+    stream.emit("done", request_id=state.request_id)
+    return PipelineResponse(results=results, completion=state.completion, state=state, events=stream.events)
