@@ -31,8 +31,12 @@ class EventStream:
         self._sink = sink
         self.events: list[dict] = []
 
+    def make(self, type: str, op: str | None = None, **payload) -> dict:
+        """Number and build an event without sending it (e.g. a transport's own heartbeat)."""
+        return make_event(type, next(self._seq), op=op, **payload)
+
     def emit(self, type: str, op: str | None = None, **payload) -> dict:
-        event = make_event(type, next(self._seq), op=op, **payload)
+        event = self.make(type, op=op, **payload)
         self.events.append(event)
         if self._sink is not None:
             try:

@@ -6,7 +6,6 @@ receives every event of API.md (start, operator_start/end, ..., results, done).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
 
 from airweave.collections.models import Collection
 from airweave.events import EventStream
@@ -49,22 +48,36 @@ class PipelineResponse:
     events: list[dict] = field(default_factory=list)
 
 
-def search_pipeline(*, collection: Collection, request: PipelineRequest, principals: list[str] | None = None,
-                    sink: Callable[[dict], Any] | None = None) -> PipelineResponse:
-    """Run the search pipeline over `collection`.
+@dataclass
+class PreparedSearch:
+    """A validated request, ready to run: its state and its operations."""
 
-    `principals` restricts results to what a user may see (None: organization-wide caller).
-    `sink` receives each event as it happens. Raises SearchRequestError / FilterError on bad input.
+    state: SearchState
+    operations: list
+
+
+def search_prepare(*, collection: Collection, request: PipelineRequest,
+                   principals: list[str] | None = None) -> PreparedSearch:
+    """Validate `request` and build the state and operations. Raises SearchRequestError or FilterError.
+
+    Separate from running so that a streaming face can answer bad input with 422 before it starts.
     """
     defaults = search_defaults()
-    strategy = STRATEGY_ALIASES.get(request.retrieval_strategy or defaults["retrieval_strategy"],
-                                    request.retrieval_strategy or defaults["retrieval_strategy"])
+    strategy = request.retrieval_strategy or defaults["retrieval_strategy"]
+    strategy = STRATEGY_ALIASES.get(strategy, strategy)
+    if strategy not in ("hybrid", "semantic", "keyword"):
+        raise SearchRequestError("retrieval_strategy must be hybrid, neural (semantic) or keyword", ["retrieval_strategy"])
     query = (request.query or "").strip()
     if not query:
         raise SearchRequestError("query must not be empty", ["query"])
     limit = request.limit if request.limit is not None else int(defaults["limit"])
+    if not 1 <= limit <= 1000:
+        raise SearchRequestError("limit must be between 1 and 1000", ["limit"])
+    if request.offset < 0:
+        raise SearchRequestError("offset must be 0 or more", ["offset"])
+    if request.recency_weight is not None and not 0 <= request.recency_weight <= 1:
+        raise SearchRequestError("recency_weight must be between 0 and 1", ["recency_weight"])
     user_filter = parse_qdrant_filter(request.filter) if request.filter else parse_filter_groups(request.filter_groups)
-    stream = EventStream(sink)
     flags = {"expand_query": request.expand_query, "interpret_filters": request.interpret_filters,
              "rerank": request.rerank, "generate_answer": request.generate_answer,
              "recency": bool(request.recency_weight) or None}
@@ -77,10 +90,17 @@ def search_pipeline(*, collection: Collection, request: PipelineRequest, princip
         recency_weight=request.recency_weight or 0.0, rrf_k=int(defaults.get("rrf_k", 60)),
         overfetch=2 if any(op.name == "reranking" for op in operations) else 1,
     )
-    stream.emit("start", request_id=state.request_id, query=query, collection_id=collection.readable_id)
-    ctx = Context(emit=stream.emit, chains=build_chains(operations))
+    return PreparedSearch(state=state, operations=operations)
+
+
+def search_run(prepared: PreparedSearch, stream: EventStream | None = None) -> PipelineResponse:
+    """Run a prepared search, emitting API.md's events on `stream` (start … results, done)."""
+    stream = stream or EventStream()
+    state = prepared.state
+    stream.emit("start", request_id=state.request_id, query=state.query, collection_id=state.readable_id)
+    ctx = Context(emit=stream.emit, chains=build_chains(prepared.operations))
     try:
-        run_pipeline(operations, state, ctx)
+        run_pipeline(prepared.operations, state, ctx)
     except Exception as exc:
         stream.emit("error", message=str(exc))
         raise
@@ -88,3 +108,9 @@ def search_pipeline(*, collection: Collection, request: PipelineRequest, princip
     stream.emit("results", results=results)
     stream.emit("done", request_id=state.request_id)
     return PipelineResponse(results=results, completion=state.completion, state=state, events=stream.events)
+
+
+def search_pipeline(*, collection: Collection, request: PipelineRequest, principals: list[str] | None = None,
+                    stream: EventStream | None = None) -> PipelineResponse:
+    """Validate and run a pipeline search over `collection` (see search_prepare and search_run)."""
+    return search_run(search_prepare(collection=collection, request=request, principals=principals), stream)

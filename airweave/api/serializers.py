@@ -279,3 +279,39 @@ class SearchResultSerializer(serializers.Serializer):
 
 class SearchResponseSerializer(serializers.Serializer):
     results = SearchResultSerializer(many=True)
+
+
+class PipelineSearchRequestSerializer(StrictSerializer):
+    query = serializers.CharField(max_length=2000)
+    retrieval_strategy = serializers.ChoiceField(choices=["hybrid", "neural", "semantic", "keyword"], required=False)
+    filter = serializers.JSONField(required=False, allow_null=True,
+                                   help_text="Qdrant-style filter: must / should / must_not, minimum_should_match.")
+    offset = serializers.IntegerField(required=False, default=0, min_value=0)
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=1000)
+    source_connection_ids = serializers.ListField(child=serializers.UUIDField(), required=False, allow_null=True)
+    expand_query = serializers.BooleanField(required=False, allow_null=True, default=None)
+    interpret_filters = serializers.BooleanField(required=False, allow_null=True, default=None)
+    rerank = serializers.BooleanField(required=False, allow_null=True, default=None)
+    generate_answer = serializers.BooleanField(required=False, allow_null=True, default=None)
+    recency_weight = serializers.FloatField(required=False, allow_null=True, min_value=0, max_value=1,
+                                            help_text="Blend freshness into the score (0 = off).")
+
+
+class PipelineResultSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    score = serializers.FloatField()
+    entity_id = serializers.CharField()
+    name = serializers.CharField()
+    textual_representation = serializers.CharField()
+    created_at = serializers.DateTimeField(allow_null=True)
+    updated_at = serializers.DateTimeField(allow_null=True)
+    breadcrumbs = serializers.JSONField()
+    system_metadata = serializers.JSONField()
+    access = serializers.JSONField()
+    source_fields = serializers.JSONField()
+    web_url = serializers.CharField()
+
+
+class PipelineSearchResponseSerializer(serializers.Serializer):
+    results = PipelineResultSerializer(many=True)
+    completion = serializers.CharField(allow_null=True)

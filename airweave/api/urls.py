@@ -10,6 +10,8 @@ urlpatterns = [
     path("collections", collections.CollectionListView.as_view()),
     path("collections/count", collections.CollectionCountView.as_view()),
     path("collections/<str:readable_id>", collections.CollectionDetailView.as_view()),
+    path("collections/<str:readable_id>/search", search.PipelineSearchView.as_view()),
+    path("collections/<str:readable_id>/search/stream", search.PipelineSearchStreamView.as_view()),
     path("collections/<str:readable_id>/search/instant", search.InstantSearchView.as_view()),
     path("sources", sources.SourceListView.as_view()),
     path("sources/<str:short_name>", sources.SourceDetailView.as_view()),

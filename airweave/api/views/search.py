@@ -1,13 +1,20 @@
-"""POST /collections/{readable_id}/search/instant."""
+"""Search endpoints: instant (v2 tier) and the pipeline endpoint, as JSON or as Server-Sent Events."""
 from __future__ import annotations
 
+from django.http import StreamingHttpResponse
 from drf_spectacular.utils import extend_schema
+from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from airweave.api.serializers import InstantSearchRequestSerializer, SearchResponseSerializer
+from airweave.api.serializers import (
+    InstantSearchRequestSerializer, PipelineSearchRequestSerializer, PipelineSearchResponseSerializer,
+    SearchResponseSerializer,
+)
 from airweave.collections import selectors
 from search.instant import InstantSearchRequest, search_instant
+from search.pipeline import PipelineRequest, search_prepare, search_run
+from search.streams import sse, stream_from_thread
 
 
 class InstantSearchView(APIView):
@@ -18,3 +25,40 @@ class InstantSearchView(APIView):
         data.is_valid(raise_exception=True)
         response = search_instant(collection=collection, request=InstantSearchRequest(**data.validated_data))
         return Response({"results": response.results})
+
+
+def _prepare(request, readable_id):
+    collection = selectors.collection_get(organization=request.organization, readable_id=readable_id)
+    data = PipelineSearchRequestSerializer(data=request.data)
+    data.is_valid(raise_exception=True)
+    return search_prepare(collection=collection, request=PipelineRequest(**data.validated_data), principals=None)
+
+
+class PipelineSearchView(APIView):
+    @extend_schema(request=PipelineSearchRequestSerializer, responses=PipelineSearchResponseSerializer)
+    def post(self, request, readable_id):
+        result = search_run(_prepare(request, readable_id))
+        return Response({"results": result.results, "completion": result.completion})
+
+
+class EventStreamRenderer(BaseRenderer):
+    """Lets clients ask for `Accept: text/event-stream`; the view streams the frames itself."""
+
+    media_type = "text/event-stream"
+    format = "sse"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        return data
+
+
+class PipelineSearchStreamView(APIView):
+    renderer_classes = [JSONRenderer, EventStreamRenderer]
+
+    @extend_schema(request=PipelineSearchRequestSerializer, responses={(200, "text/event-stream"): str})
+    def post(self, request, readable_id):
+        prepared = _prepare(request, readable_id)
+        events = stream_from_thread(lambda stream: search_run(prepared, stream), first={"type": "connected"})
+        response = StreamingHttpResponse(sse(events), content_type="text/event-stream")
+        response["Cache-Control"] = "no-cache"
+        response["X-Accel-Buffering"] = "no"
+        return response

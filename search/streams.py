@@ -1,0 +1,65 @@
+"""Server-Sent Events transport: frames `data: <json>\\n\\n`, heartbeats on idle streams.
+
+The producer (a search or a sync subscription) runs in a worker thread and pushes events; the
+async generator yields them as SSE frames as they come, so answer tokens reach the client live.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import AsyncIterator, Callable
+
+from django.db import close_old_connections, connection
+
+from airweave.events import EventStream
+
+logger = logging.getLogger(__name__)
+HEARTBEAT_SECONDS = 30.0
+_END = object()
+
+
+def sse_frame(event: dict) -> str:
+    return f"data: {json.dumps(event, default=str)}\n\n"
+
+
+async def stream_from_thread(run: Callable[[EventStream], None], *, first: dict | None = None,
+                             heartbeat: float = HEARTBEAT_SECONDS) -> AsyncIterator[dict]:
+    """Yield the events that `run(stream)` emits from a worker thread, plus heartbeats when idle.
+
+    `first` (type and payload) is emitted before `run` starts, e.g. {"type": "connected"}.
+    """
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue = asyncio.Queue()
+    stream = EventStream(lambda event: loop.call_soon_threadsafe(queue.put_nowait, event))
+    if first:
+        stream.emit(**first)
+
+    def work():
+        close_old_connections()
+        try:
+            run(stream)
+        except Exception:  # the producer already emitted an `error` event
+            logger.exception("stream producer failed")
+        finally:
+            connection.close()
+            loop.call_soon_threadsafe(queue.put_nowait, _END)
+
+    worker = loop.run_in_executor(None, work)
+    try:
+        while True:
+            try:
+                event = await asyncio.wait_for(queue.get(), timeout=heartbeat)
+            except asyncio.TimeoutError:
+                yield stream.make("heartbeat")
+                continue
+            if event is _END:
+                break
+            yield event
+    finally:
+        await worker
+
+
+async def sse(events: AsyncIterator[dict]) -> AsyncIterator[str]:
+    async for event in events:
+        yield sse_frame(event)
