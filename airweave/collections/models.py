@@ -232,3 +232,33 @@ class Chunk(models.Model):
     @property
     def public_id(self) -> str:
         return f"{self.original_entity_id}__chunk_{self.chunk_index}"
+
+
+class KeywordPosting(models.Model):
+    """One (chunk, stemmed term) posting of the BM25 index. Schema owned by migration 0003 (raw SQL).
+
+    Declared so that Django knows the table (flushes, introspection); `chunk_id` is a plain
+    column here on purpose: the database cascades deletions, Django never loads postings.
+    """
+
+    pk = models.CompositePrimaryKey("chunk_id", "term")
+    collection_id = models.UUIDField()
+    term = models.TextField()
+    chunk_id = models.UUIDField()
+    tf = models.SmallIntegerField()
+    dl = models.IntegerField()
+
+    class Meta:
+        db_table = "collections_keyword_posting"
+
+
+class KeywordStats(models.Model):
+    """BM25 statistics of a collection (chunk count, total length). Schema owned by migration 0004."""
+
+    collection_id = models.UUIDField(primary_key=True)
+    chunk_count = models.BigIntegerField()
+    total_length = models.BigIntegerField()
+
+    class Meta:
+        db_table = "collections_keyword_stats"
+        verbose_name_plural = "keyword stats"
