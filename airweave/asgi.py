@@ -22,6 +22,20 @@ if os.environ.get("AIRWEAVE_WARM_UP", "1") == "1":
 
     threading.Thread(target=_warm_up, name="embedding-warm-up", daemon=True).start()
 
-from channels.routing import ProtocolTypeRouter  # noqa: E402
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+from django.urls import path  # noqa: E402
 
-application = ProtocolTypeRouter({"http": django_asgi_app})
+from airweave.api.consumers import SyncJobConsumer  # noqa: E402
+from airweave.api.ws_auth import WebsocketAuthStack  # noqa: E402
+from search.consumers import SearchConsumer  # noqa: E402
+
+websocket_urlpatterns = [
+    path("ws/collections/<str:readable_id>/search/", SearchConsumer.as_asgi()),
+    path("ws/sync/job/<uuid:job_id>/", SyncJobConsumer.as_asgi()),
+]
+
+application = ProtocolTypeRouter({
+    "http": django_asgi_app,
+    "websocket": AllowedHostsOriginValidator(WebsocketAuthStack(URLRouter(websocket_urlpatterns))),
+})

@@ -33,7 +33,7 @@ def start(data_dir: Path) -> dict:
     socket_dir = parse_qs(uri.query)["host"][0]
     return {
         "ENGINE": "django.db.backends.postgresql",
-        "NAME": "postgres",
+        "NAME": os.environ.get("AIRWEAVE_DATABASE_NAME", "postgres"),
         "USER": "postgres",
         "PASSWORD": "",
         "HOST": socket_dir,

@@ -36,6 +36,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "django_q",
     "channels",
+    "channels_postgres",
     "airweave.tenancy",
     "airweave.collections",
     "connectors",
@@ -134,14 +135,26 @@ Q_CLUSTER = {
     "sync": env.bool("AIRWEAVE_SYNC_TASKS_INLINE", default=False),
 }
 
-# --- Channels: Redis when REDIS_URL is set ---
+# --- Channels: events across processes, on Redis when REDIS_URL is set, else PostgreSQL LISTEN/NOTIFY ---
 REDIS_URL = env("REDIS_URL", default="")
+
+
+def postgres_channel_layer(database: dict) -> dict:
+    """A channels_postgres layer on the same PostgreSQL as `database` (a DATABASES entry)."""
+    # channels_postgres builds a Django DatabaseWrapper from this: it needs a full settings dict.
+    config = {"OPTIONS": {}, "TIME_ZONE": None, "CONN_MAX_AGE": 0, "CONN_HEALTH_CHECKS": False,
+              "AUTOCOMMIT": True, "ATOMIC_REQUESTS": False, "TEST": {},
+              **{k: database[k] for k in ("ENGINE", "NAME", "USER", "PASSWORD", "HOST", "PORT")}}
+    return {"BACKEND": "channels_postgres.core.PostgresChannelLayer",
+            "CONFIG": {**config, "PSYCOPG_OPTIONS": {"min_size": 1, "max_size": 4}}}
+
+
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [REDIS_URL]}}
     }
 else:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    CHANNEL_LAYERS = {"default": postgres_channel_layer(DATABASES["default"])}
 
 # --- Product limits and defaults ---
 AIRWEAVE_DEFAULT_ORG = env("AIRWEAVE_DEFAULT_ORG", default="default")

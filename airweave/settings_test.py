@@ -12,3 +12,6 @@ from airweave.settings import DATABASES  # noqa: E402
 
 # Lets two test runs share one server without sharing a database.
 DATABASES["default"]["TEST"] = {"NAME": os.environ.get("AIRWEAVE_TEST_DB_NAME", "test_airweave")}
+
+# In-process events by default; tests about crossing processes pick Redis or PostgreSQL themselves.
+CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}

@@ -2,7 +2,7 @@
 from django.urls import path
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
 
-from airweave.api.views import collections, search, source_connections, sources
+from airweave.api.views import collections, search, source_connections, sources, sync
 
 urlpatterns = [
     path("openapi.json", SpectacularJSONAPIView.as_view(), name="openapi-schema"),
@@ -20,4 +20,5 @@ urlpatterns = [
     path("source-connections/<uuid:id>/run", source_connections.SourceConnectionRunView.as_view()),
     path("source-connections/<uuid:id>/jobs", source_connections.SourceConnectionJobsView.as_view()),
     path("source-connections/<uuid:id>/jobs/<uuid:job_id>/cancel", source_connections.SourceConnectionJobCancelView.as_view()),
+    path("sync/job/<uuid:job_id>/subscribe", sync.SyncJobSubscribeView.as_view()),
 ]

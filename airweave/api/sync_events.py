@@ -1,0 +1,81 @@
+"""Sync progress for subscribers: the job's current state, then its live events from the channel layer."""
+from __future__ import annotations
+
+import asyncio
+from typing import AsyncIterator
+
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+
+from airweave.collections.models import SyncJob
+from airweave.events import EventStream, make_event, sync_job_group
+
+HEARTBEAT_SECONDS = 30.0
+
+
+@database_sync_to_async
+def _job(organization, job_id):
+    return SyncJob.objects.filter(organization=organization, pk=job_id).first()
+
+
+def _counts(job: SyncJob) -> dict:
+    return {"inserted": job.entities_inserted, "updated": job.entities_updated, "deleted": job.entities_deleted,
+            "kept": job.entities_kept, "skipped": job.entities_skipped, "failed": job.entities_failed}
+
+
+def _final(job: SyncJob) -> dict:
+    return make_event("sync_complete", 0, job_id=str(job.id), is_complete=job.status == "completed",
+                      is_failed=job.status == "failed", final_counts=_counts(job), final_status=job.status,
+                      error=job.error or None)
+
+
+async def job_snapshot(organization, job_id: str) -> list[dict] | None:
+    """`connected` and a progress event with the job's counters (plus `sync_complete` if it has ended);
+    None when the job is not the organization's."""
+    try:
+        job = await _job(organization, job_id)
+    except Exception:  # a malformed id
+        return None
+    if job is None:
+        return None
+    events = [make_event("connected", 0, job_id=str(job.id)),
+              make_event("progress", 0, status=job.status, entities_encountered=job.entities_encountered, **_counts(job))]
+    if job.status in SyncJob.FINAL_STATUSES:
+        events.append(_final(job))
+    return events
+
+
+async def job_events(organization, job_id: str, heartbeat: float = HEARTBEAT_SECONDS) -> AsyncIterator[dict]:
+    """The job's snapshot, then its live events until `sync_complete`, numbered for this stream.
+
+    Subscribes before reading the snapshot, so no event falls between the two.
+    """
+    stream = EventStream()
+    layer = get_channel_layer()
+    channel = await layer.new_channel()
+    group = sync_job_group(job_id)
+    await layer.group_add(group, channel)
+    try:
+        snapshot = await job_snapshot(organization, job_id) or []
+        for event in snapshot:
+            yield renumbered(stream, event)
+        if not snapshot or snapshot[-1]["type"] == "sync_complete":
+            return
+        while True:
+            try:
+                message = await asyncio.wait_for(layer.receive(channel), timeout=heartbeat)
+            except asyncio.TimeoutError:
+                yield stream.make("heartbeat")
+                continue
+            event = message.get("event") or {}
+            yield renumbered(stream, event)
+            if event.get("type") == "sync_complete":
+                return
+    finally:
+        await layer.group_discard(group, channel)
+
+
+def renumbered(stream: EventStream, event: dict) -> dict:
+    """`event` with the next sequence number of `stream` (events from other processes carry none)."""
+    fresh = stream.make(event["type"])
+    return {**event, "seq": fresh["seq"]}
