@@ -468,15 +468,15 @@ def print_report(report: dict) -> None:
     print(f"\n{report['dataset']} test ({report['test_queries']} queries), collection {report['collection']}, "
           f"ours k1={report['parameters']['bm25_k1']} b={report['parameters']['bm25_b']} "
           f"rrf_k={report['parameters']['rrf_k']}")
-    print(f"{'strategy':<28}{'nDCG@10':>9}{'R@100':>9}{'MRR@10':>9}{'p50 ms':>9}{'p95 ms':>9}")
+    print(f"{'strategy':<32}{'nDCG@10':>9}{'R@100':>9}{'MRR@10':>9}{'p50 ms':>9}{'p95 ms':>9}")
     for strategy, row in report["ours"].items():
-        print(f"{strategy:<28}{row['ndcg@10']:>9.4f}{row['recall@100']:>9.4f}{row['mrr@10']:>9.4f}"
+        print(f"{strategy:<32}{row['ndcg@10']:>9.4f}{row['recall@100']:>9.4f}{row['mrr@10']:>9.4f}"
               f"{row['p50_ms']:>9.1f}{row['p95_ms']:>9.1f}")
     for label, row in report["bm25s"].items():
         if label == "grid":
             continue
         name = f"bm25s {label} (k1={row['k1']}, b={row['b']})"
-        print(f"{name:<28}{row['ndcg@10']:>9.4f}{row['recall@100']:>9.4f}{row['mrr@10']:>9.4f}{'-':>9}{'-':>9}")
+        print(f"{name:<32}{row['ndcg@10']:>9.4f}{row['recall@100']:>9.4f}{row['mrr@10']:>9.4f}{'-':>9}{'-':>9}")
     ratio = report["ours"]["keyword"]["ndcg@10"] / report["bm25s"]["tuned"]["ndcg@10"]
     print(f"keyword nDCG@10 / bm25s tuned: {ratio:.3f}")
     if "tune" in report:

@@ -13,9 +13,9 @@ TIMEOUT_S = 15.0
 class CohereReranker:
     """`rerank(query, documents, top_n)` → [(index into documents, relevance score)], best first."""
 
-    def __init__(self, *, model: str, api_key: str, base_url: str | None = None, timeout: float = TIMEOUT_S):
+    def __init__(self, *, model: str, api_key: str, base_url: str | None = None, timeout: float | None = None):
         self.model = model
-        kwargs = {"api_key": api_key, "timeout": timeout, "max_retries": 0}
+        kwargs = {"api_key": api_key, "timeout": timeout if timeout is not None else TIMEOUT_S, "max_retries": 0}
         if base_url:
             kwargs["base_url"] = base_url
         self.client = cohere.ClientV2(**kwargs)

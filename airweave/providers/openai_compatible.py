@@ -14,9 +14,10 @@ TIMEOUT_S = 20.0
 class OpenAICompatibleModel:
     """A chat model behind an OpenAI-compatible API. The SDK's own retries are off: the chain falls back."""
 
-    def __init__(self, *, model: str, api_key: str | None, base_url: str, timeout: float = TIMEOUT_S):
+    def __init__(self, *, model: str, api_key: str | None, base_url: str, timeout: float | None = None):
         self.model = model
-        self.client = openai.OpenAI(api_key=api_key or "not-needed", base_url=base_url, timeout=timeout, max_retries=0)
+        self.client = openai.OpenAI(api_key=api_key or "not-needed", base_url=base_url,
+                                    timeout=timeout if timeout is not None else TIMEOUT_S, max_retries=0)
 
     def complete_json(self, *, system: str, user: str, schema: dict, name: str) -> dict:
         """Structured output: the reply parsed as JSON following `schema` (JSON Schema, strict)."""
@@ -61,4 +62,6 @@ class _mapped_errors:
             status = exc.status_code
             raise ProviderError(f"HTTP {status}: {exc.message}", retryable=status == 429 or status >= 500,
                                 status=status) from exc
+        if isinstance(exc, openai.APIError):  # e.g. an error frame inside a stream after the 200
+            raise ProviderError(f"{type(exc).__name__}: {exc}", retryable=True) from exc
         return False

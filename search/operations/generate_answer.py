@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from airweave.providers.embeddings import get_embedder
-from airweave.providers.errors import NoProviderAvailable
+from airweave.providers.errors import NoProviderAvailable, ProviderError
 from airweave.providers.local_answer import extractive_answer
 from search.operations.base import Context, SearchOperation
 from search.results import candidate_text
@@ -37,24 +37,38 @@ class GenerateAnswer(SearchOperation):
         passages = self._budgeted([candidate_text(c) for c in page], state)
         try:
             text, provider = ctx.chains["generate_answer"].call(
-                lambda model, spec: self._answer(model, state, passages, ctx))
+                lambda model, spec: self._answer(model, state, passages, len(page), ctx))
         except NoProviderAvailable as exc:
             ctx.emit("error", operation=self.name, message=str(exc))
             return
-        state.completion = _valid_citations(text, len(page))
+        state.completion = _valid_citations(text, len(page)).strip()
         state.provider_used[self.name] = provider
         ctx.emit("completion_done", op=self.name, text=state.completion)
 
-    def _answer(self, model, state: SearchState, passages: list[str], ctx: Context) -> str:
+    def _answer(self, model, state: SearchState, passages: list[str], count: int, ctx: Context) -> str:
+        """Stream one provider's answer. Once a delta has been sent, a broken stream ends the answer
+        (partial, with an `error` event) instead of letting another provider append to it."""
         if model == "extractive":
             text = extractive_answer(state.query, passages) or NO_RESULTS
             ctx.emit("completion_delta", op=self.name, text=text)
             return text
         context = "\n\n".join(f"[[{i}]] {p}" for i, p in enumerate(passages, start=1))
-        parts = []
-        for delta in model.stream_text(system=SYSTEM, user=f"Search results:\n{context}\n\nQuestion: {state.query}"):
-            parts.append(delta)
-            ctx.emit("completion_delta", op=self.name, text=delta)
+        citations = CitationFilter(count)
+        parts: list[str] = []
+
+        def send(text: str) -> None:
+            if text:
+                parts.append(text)
+                ctx.emit("completion_delta", op=self.name, text=text)
+
+        try:
+            for delta in model.stream_text(system=SYSTEM, user=f"Search results:\n{context}\n\nQuestion: {state.query}"):
+                send(citations.feed(delta))
+        except ProviderError as exc:
+            if not parts:
+                raise
+            ctx.emit("error", operation=self.name, message=f"the answer stream broke off; the answer is partial ({exc})")
+        send(citations.flush())
         return "".join(parts)
 
     def _budgeted(self, texts: list[str], state: SearchState) -> list[str]:
@@ -75,4 +89,29 @@ class GenerateAnswer(SearchOperation):
 
 def _valid_citations(text: str, count: int) -> str:
     """Drop [[N]] marks whose N is not a position in the returned results (1..count)."""
-    return CITATION.sub(lambda m: m.group(0) if 1 <= int(m.group(1)) <= count else "", text).strip()
+    return CITATION.sub(lambda m: m.group(0) if 1 <= int(m.group(1)) <= count else "", text)
+
+
+_OPEN_MARK = re.compile(r"\[(\[\d*\]?)?$")
+
+
+class CitationFilter:
+    """Filters streamed text so that only valid [[N]] marks reach the client.
+
+    A mark split across deltas ("[[", "1", "2]]") is held back until it is complete.
+    """
+
+    def __init__(self, count: int):
+        self.count = count
+        self.pending = ""
+
+    def feed(self, delta: str) -> str:
+        text = self.pending + delta
+        held = _OPEN_MARK.search(text)
+        cut = held.start() if held else len(text)
+        self.pending = text[cut:]
+        return _valid_citations(text[:cut], self.count)
+
+    def flush(self) -> str:
+        text, self.pending = self.pending, ""
+        return _valid_citations(text, self.count)

@@ -118,17 +118,8 @@ def test_fixture_timeout_reaches_the_client(server, monkeypatch):
     assert reranker.client._client_wrapper.get_timeout() == PROVIDER_TIMEOUT_S
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: defaults.yml gives cohere `base_url: null` and ProviderSpec.unavailable_reason() requires a base URL "
-    "for every non-local provider, so with only COHERE_API_KEY set (the normal production setup) Cohere is "
-    "skipped as 'no endpoint (set COHERE_BASE_URL)' and reranking never uses it, although CohereReranker works "
-    "without a base URL (the SDK's default endpoint). Fix: airweave/providers/defaults.yml "
-    "`cohere: {..., base_url: \"https://api.cohere.com\"}` (or, in airweave/providers/chain.py "
-    "ProviderSpec.unavailable_reason, skip the endpoint check for kind 'cohere')."))
 def test_cohere_with_only_its_key_is_available(monkeypatch):
-    from airweave.providers.factory import build_provider as factory
-
     monkeypatch.setenv("COHERE_API_KEY", "co-live-key")
-    chain = ProviderChain.for_operation("reranking", factory)
+    chain = ProviderChain.for_operation("reranking", build_provider)
 
     assert [s.label for s in chain.available()] == ["cohere/rerank-v3.5"]

@@ -47,8 +47,7 @@ import struct
 import threading
 import time
 import uuid
-from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
@@ -515,12 +514,8 @@ def hermetic_providers(monkeypatch, tmp_path):
     for var in provider_env_names():
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("AIRWEAVE_LOCAL_RERANKER_PATH", str(tmp_path / "no-cross-encoder-here"))
-    for module, cls in ((openai_compatible, openai_compatible.OpenAICompatibleModel),
-                        (cohere_provider, cohere_provider.CohereReranker)):
+    for module in (openai_compatible, cohere_provider):
         monkeypatch.setattr(module, "TIMEOUT_S", PROVIDER_TIMEOUT_S)
-        # `timeout: float = TIMEOUT_S` is bound when the class is defined, so patching the module
-        # constant alone does not reach the client (see test_timeout_constant_is_read_at_call_time).
-        monkeypatch.setitem(cls.__init__.__kwdefaults__, "timeout", PROVIDER_TIMEOUT_S)
     BREAKER.reset()
     yield
     BREAKER.reset()
