@@ -85,19 +85,14 @@ _CONTROL = re.compile(rb"[\x00-\x08\x0e-\x1a\x1c-\x1f]")
 _UTF8_MULTIBYTE = re.compile(
     rb"[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|[\xf0-\xf4][\x80-\xbf]{3}")
 
-try:  # optional: a real charset detector when the environment has one
-    import charset_normalizer as _charset_normalizer
-except ImportError:  # pragma: no cover - depends on the environment
-    _charset_normalizer = None
-
-
 def decode_text(data: bytes) -> str:
     """Decode the bytes of a text file. Raises SkipEntity when they are not text.
 
     Order: UTF-8; a BOM (UTF-8/16/32); refuse binary-looking bytes; UTF-8 with replacement
-    when the file has valid UTF-8 multi-byte sequences and few bad bytes; charset-normalizer
-    when installed; Windows-1252 (legacy Western files); UTF-8 with replacement when the
-    replacement share is small. Otherwise "unreadable: not valid UTF-8 text".
+    when the file has valid UTF-8 multi-byte sequences and few bad bytes; Windows-1252 (legacy
+    Western files); UTF-8 with replacement when the replacement share is small. Otherwise
+    "unreadable: not valid UTF-8 text". No statistical charset guessing: on short or repetitive
+    input it reads noise as CJK text, and the result would depend on what else is installed.
     """
     try:
         return data.decode("utf-8")
@@ -115,10 +110,6 @@ def decode_text(data: bytes) -> str:
     share = replaced.count("\ufffd") / max(len(replaced), 1)
     if share <= MAX_REPLACEMENT_SHARE and _UTF8_MULTIBYTE.search(data):
         return replaced  # UTF-8 with a few corrupt bytes
-    if _charset_normalizer is not None:
-        best = _charset_normalizer.from_bytes(data).best()
-        if best is not None:
-            return str(best)
     try:
         return data.decode("cp1252")
     except UnicodeDecodeError:
