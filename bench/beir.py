@@ -209,6 +209,7 @@ def timed_sync(connection, label: str) -> tuple[object, float]:
 
 def build_index(organization, readable_id: str, docs_dir: Path, dataset: Dataset) -> tuple[object, dict]:
     """Create the collection and its local_files connection, sync it, re-sync it; return (collection, figures)."""
+    import torch
     from django.conf import settings
 
     from airweave.collections.services import collection_create
@@ -229,7 +230,7 @@ def build_index(organization, readable_id: str, docs_dir: Path, dataset: Dataset
     figures = {
         "measured_at": datetime.now().isoformat(timespec="seconds"),
         "documents": len(dataset.corpus),
-        "model_load_s": model_load_s,
+        "model_load_s": model_load_s, "torch_threads": torch.get_num_threads(),
         "chunk_tokens": settings.AIRWEAVE_CHUNK_TOKENS, "chunk_overlap_tokens": settings.AIRWEAVE_CHUNK_OVERLAP_TOKENS,
         "embedding_batch_size": settings.AIRWEAVE_EMBEDDING_BATCH_SIZE,
         "first_sync": {
@@ -448,7 +449,8 @@ def bm25s_reference(dataset: Dataset, train: dict[str, str], test: dict[str, str
 # --- report ----------------------------------------------------------------------------------
 
 def machine_info() -> dict:
-    """CPU count, platform, Python, PostgreSQL version and git revision."""
+    """CPU count, torch threads, platform, Python, PostgreSQL version and git revision."""
+    import torch
     from django.db import connection
 
     with connection.cursor() as cur:
@@ -459,7 +461,8 @@ def machine_info() -> dict:
                                   text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         revision = None
-    return {"cpu_count": os.cpu_count(), "platform": platform.platform(), "machine": platform.machine(),
+    return {"cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+            "platform": platform.platform(), "machine": platform.machine(),
             "python": platform.python_version(), "postgresql": pg, "git_revision": revision}
 
 

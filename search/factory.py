@@ -7,7 +7,7 @@ from airweave.providers.catalog import load_defaults
 from airweave.providers.factory import chain_for
 from search.operations.base import SearchOperation
 
-CHAINED = ("query_expansion", "query_interpretation", "reranking", "generate_answer")
+CHAINED = ("search_plan", "query_expansion", "query_interpretation", "reranking", "generate_answer")
 
 
 def build_operations(flags: dict[str, bool | None]) -> list[SearchOperation]:

@@ -6,6 +6,7 @@ receives every event of API.md (start, operator_start/end, ..., results, done).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 from airweave.collections.models import Collection
 from airweave.events import EventStream
@@ -15,8 +16,8 @@ from search.filters import parse_filter_groups, parse_qdrant_filter
 from search.instant import SearchRequestError
 from search.operations.base import Context
 from search.orchestrator import run_pipeline
-from search.results import pipeline_result
-from search.state import SearchState
+from search.results import pipeline_result, v2_candidate
+from search.state import Candidate, SearchState
 
 STRATEGY_ALIASES = {"neural": "semantic"}
 
@@ -38,6 +39,7 @@ class PipelineRequest:
     generate_answer: bool | None = None
     recency_weight: float | None = None
     collapse_entities: bool = False
+    plan: bool | None = None  # the classic tier's search plan
 
 
 @dataclass
@@ -78,7 +80,7 @@ def search_prepare(*, collection: Collection, request: PipelineRequest,
     if request.recency_weight is not None and not 0 <= request.recency_weight <= 1:
         raise SearchRequestError("recency_weight must be between 0 and 1", ["recency_weight"])
     user_filter = parse_qdrant_filter(request.filter) if request.filter else parse_filter_groups(request.filter_groups)
-    flags = {"expand_query": request.expand_query, "interpret_filters": request.interpret_filters,
+    flags = {"plan": request.plan, "expand_query": request.expand_query, "interpret_filters": request.interpret_filters,
              "rerank": request.rerank, "generate_answer": request.generate_answer,
              "recency": bool(request.recency_weight) or None}
     operations = build_operations(flags)
@@ -93,8 +95,12 @@ def search_prepare(*, collection: Collection, request: PipelineRequest,
     return PreparedSearch(state=state, operations=operations)
 
 
-def search_run(prepared: PreparedSearch, stream: EventStream | None = None) -> PipelineResponse:
-    """Run a prepared search, emitting API.md's events on `stream` (start … results, done)."""
+def search_run(prepared: PreparedSearch, stream: EventStream | None = None,
+               render: Callable[[Candidate], dict] = pipeline_result) -> PipelineResponse:
+    """Run a prepared search, emitting API.md's events on `stream` (start … results, done).
+
+    `render` shapes each result (the pipeline endpoint's shape by default; v2 for the tiers).
+    """
     stream = stream or EventStream()
     state = prepared.state
     stream.emit("start", request_id=state.request_id, query=state.query, collection_id=state.readable_id)
@@ -104,10 +110,21 @@ def search_run(prepared: PreparedSearch, stream: EventStream | None = None) -> P
     except Exception as exc:
         stream.emit("error", message=str(exc))
         raise
-    results = [pipeline_result(c) for c in state.candidates[state.offset:state.offset + state.limit]]
+    results = [render(c) for c in state.candidates[state.offset:state.offset + state.limit]]
     stream.emit("results", results=results)
     stream.emit("done", request_id=state.request_id)
     return PipelineResponse(results=results, completion=state.completion, state=state, events=stream.events)
+
+
+def search_classic(*, collection: Collection, query: str, filter_groups: list | None = None, limit: int = 100,
+                   offset: int = 0, principals: list[str] | None = None,
+                   stream: EventStream | None = None) -> PipelineResponse:
+    """The classic tier: a language model plans the search (queries, strategy, filters), then
+    results are reranked; v2 results. Without a language model it is a hybrid search."""
+    prepared = search_prepare(collection=collection, principals=principals, request=PipelineRequest(
+        query=query, filter_groups=filter_groups, limit=limit, offset=offset, plan=True, expand_query=False,
+        interpret_filters=False, rerank=True, generate_answer=False))
+    return search_run(prepared, stream, render=v2_candidate)
 
 
 def search_pipeline(*, collection: Collection, request: PipelineRequest, principals: list[str] | None = None,

@@ -62,3 +62,10 @@ def candidate_text(candidate: Candidate) -> str:
     if candidate.federated is not None:
         return candidate.federated.get("textual_representation") or candidate.federated.get("name", "")
     return candidate.chunk.text
+
+
+def v2_candidate(candidate: Candidate) -> dict:
+    """A v2 SearchResult for a pipeline candidate (federated results keep their own shape)."""
+    if candidate.federated is not None:
+        return {**candidate.federated, "relevance_score": candidate.score}
+    return v2_result(candidate.chunk, candidate.score)

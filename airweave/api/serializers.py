@@ -315,3 +315,10 @@ class PipelineResultSerializer(serializers.Serializer):
 class PipelineSearchResponseSerializer(serializers.Serializer):
     results = PipelineResultSerializer(many=True)
     completion = serializers.CharField(allow_null=True)
+
+
+class ClassicSearchRequestSerializer(StrictSerializer):
+    query = serializers.CharField(max_length=2000)
+    filter = serializers.JSONField(required=False, allow_null=True, help_text="List of FilterGroup.")
+    limit = serializers.IntegerField(required=False, default=100, min_value=1, max_value=1000)
+    offset = serializers.IntegerField(required=False, default=0, min_value=0)

@@ -8,7 +8,7 @@ from search.state import SearchState
 
 class EmbedQuery(SearchOperation):
     name = "embed_query"
-    AFTER = ("query_expansion",)
+    AFTER = ("search_plan", "query_expansion")
 
     def execute(self, state: SearchState, ctx: Context) -> None:
         if state.retrieval_strategy == "keyword":

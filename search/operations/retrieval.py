@@ -15,7 +15,7 @@ class Retrieval(SearchOperation):
     def execute(self, state: SearchState, ctx: Context) -> None:
         needed = (state.offset + state.limit) * state.overfetch
         if state.retrieval_strategy == "keyword":
-            pairs = [(state.query, None)]
+            pairs = [(text, None) for text in state.all_queries()]
         else:
             pairs = list(zip(state.all_queries(), state.query_vectors))
         legs = []

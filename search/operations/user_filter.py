@@ -8,7 +8,7 @@ from search.state import SearchState
 
 class UserFilter(SearchOperation):
     name = "user_filter"
-    AFTER = ("query_interpretation", "access_control_filter")
+    AFTER = ("search_plan", "query_interpretation", "access_control_filter")
 
     def execute(self, state: SearchState, ctx: Context) -> None:
         nodes = [n for n in (state.user_filter, state.interpreted_filter) if n is not None]

@@ -8,13 +8,25 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from airweave.api.serializers import (
-    InstantSearchRequestSerializer, PipelineSearchRequestSerializer, PipelineSearchResponseSerializer,
+    ClassicSearchRequestSerializer, InstantSearchRequestSerializer, PipelineSearchRequestSerializer, PipelineSearchResponseSerializer,
     SearchResponseSerializer,
 )
 from airweave.collections import selectors
 from search.instant import InstantSearchRequest, search_instant
-from search.pipeline import PipelineRequest, search_prepare, search_run
+from search.pipeline import PipelineRequest, search_classic, search_prepare, search_run
 from search.streams import sse, stream_from_thread
+
+
+class ClassicSearchView(APIView):
+    @extend_schema(request=ClassicSearchRequestSerializer, responses=SearchResponseSerializer)
+    def post(self, request, readable_id):
+        collection = selectors.collection_get(organization=request.organization, readable_id=readable_id)
+        data = ClassicSearchRequestSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        result = search_classic(collection=collection, query=v["query"], filter_groups=v.get("filter"),
+                                limit=v["limit"], offset=v["offset"])
+        return Response({"results": result.results})
 
 
 class InstantSearchView(APIView):
