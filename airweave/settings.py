@@ -181,5 +181,10 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", default="INFO")},
-    "loggers": {"pgserver": {"level": "WARNING"}, "httpx": {"level": "WARNING"}},
+    "loggers": {
+        "pgserver": {"level": "WARNING"},
+        "httpx": {"level": "WARNING"},
+        # Publishing to a job nobody watches is normal; channels_postgres warns about it each time.
+        "channels_postgres.database": {"level": "ERROR"},
+    },
 }

@@ -322,3 +322,10 @@ class ClassicSearchRequestSerializer(StrictSerializer):
     filter = serializers.JSONField(required=False, allow_null=True, help_text="List of FilterGroup.")
     limit = serializers.IntegerField(required=False, default=100, min_value=1, max_value=1000)
     offset = serializers.IntegerField(required=False, default=0, min_value=0)
+
+
+class AgenticSearchRequestSerializer(StrictSerializer):
+    query = serializers.CharField(max_length=2000)
+    thinking = serializers.BooleanField(required=False, default=False)
+    filter = serializers.JSONField(required=False, allow_null=True, help_text="List of FilterGroup.")
+    limit = serializers.IntegerField(required=False, default=100, min_value=1, max_value=1000)

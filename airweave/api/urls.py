@@ -14,6 +14,8 @@ urlpatterns = [
     path("collections/<str:readable_id>/search/stream", search.PipelineSearchStreamView.as_view()),
     path("collections/<str:readable_id>/search/instant", search.InstantSearchView.as_view()),
     path("collections/<str:readable_id>/search/classic", search.ClassicSearchView.as_view()),
+    path("collections/<str:readable_id>/search/agentic", search.AgenticSearchView.as_view()),
+    path("collections/<str:readable_id>/search/agentic/stream", search.AgenticSearchStreamView.as_view()),
     path("sources", sources.SourceListView.as_view()),
     path("sources/<str:short_name>", sources.SourceDetailView.as_view()),
     path("source-connections", source_connections.SourceConnectionListView.as_view()),

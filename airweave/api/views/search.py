@@ -8,10 +8,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from airweave.api.serializers import (
-    ClassicSearchRequestSerializer, InstantSearchRequestSerializer, PipelineSearchRequestSerializer, PipelineSearchResponseSerializer,
+    AgenticSearchRequestSerializer, ClassicSearchRequestSerializer, InstantSearchRequestSerializer, PipelineSearchRequestSerializer, PipelineSearchResponseSerializer,
     SearchResponseSerializer,
 )
 from airweave.collections import selectors
+from search.agentic import search_agentic
+from search.filters import parse_filter_groups
 from search.instant import InstantSearchRequest, search_instant
 from search.pipeline import PipelineRequest, search_classic, search_prepare, search_run
 from search.streams import sse, stream_from_thread
@@ -73,4 +75,32 @@ class PipelineSearchStreamView(APIView):
         response = StreamingHttpResponse(sse(events), content_type="text/event-stream")
         response["Cache-Control"] = "no-cache"
         response["X-Accel-Buffering"] = "no"
+        return response
+
+
+def _agentic_args(request, readable_id) -> dict:
+    collection = selectors.collection_get(organization=request.organization, readable_id=readable_id)
+    data = AgenticSearchRequestSerializer(data=request.data)
+    data.is_valid(raise_exception=True)
+    v = data.validated_data
+    parse_filter_groups(v.get("filter"))  # a bad filter answers 422 before any streaming
+    return {"collection": collection, "query": v["query"], "filter_groups": v.get("filter"), "limit": v["limit"],
+            "thinking": v["thinking"]}
+
+
+class AgenticSearchView(APIView):
+    @extend_schema(request=AgenticSearchRequestSerializer, responses=SearchResponseSerializer)
+    def post(self, request, readable_id):
+        return Response({"results": search_agentic(**_agentic_args(request, readable_id)).results})
+
+
+class AgenticSearchStreamView(APIView):
+    renderer_classes = [JSONRenderer, EventStreamRenderer]
+
+    @extend_schema(request=AgenticSearchRequestSerializer, responses={(200, "text/event-stream"): str})
+    def post(self, request, readable_id):
+        args = _agentic_args(request, readable_id)
+        events = stream_from_thread(lambda stream: search_agentic(**args, stream=stream), first={"type": "connected"})
+        response = StreamingHttpResponse(sse(events), content_type="text/event-stream")
+        response["Cache-Control"] = "no-cache"
         return response

@@ -1,0 +1,133 @@
+"""The tools of the agentic tier: search, read, parent/children/siblings, count, collect, finish.
+
+Each tool takes JSON-able arguments and returns a JSON-able observation kept short enough for a
+language model's context. All reads stay inside one collection and the caller's access filter.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from airweave.collections.models import Chunk, Entity
+from search.filters import SQLCondition, compile_filter_groups
+from search.pipeline import PipelineRequest, search_prepare, search_run
+from search.state import Candidate
+
+SNIPPET_CHARS = 300
+READ_CHARS = 4000
+
+
+@dataclass
+class AgentToolbox:
+    """Tools over one collection for one caller; `collected` holds the chunks the agent kept."""
+
+    collection: object
+    principals: list[str] | None = None
+    filter_groups: list | None = None
+    collected: dict[str, Candidate] = field(default_factory=dict)
+    seen: dict[str, Candidate] = field(default_factory=dict)
+
+    SPECS = {
+        "search": "search(query: str, limit: int = 10) — hybrid search; returns result ids, names and snippets",
+        "read": "read(entity_id: str) — the full text of one entity (its original_entity_id)",
+        "get_parent": "get_parent(entity_id: str) — the entity's parent (its last breadcrumb)",
+        "get_children": "get_children(entity_id: str) — entities whose parent is this one",
+        "get_siblings": "get_siblings(entity_id: str) — entities with the same parent",
+        "count": "count(query: str) — how many entities match the query's keywords",
+        "collect": "collect(ids: [str]) — keep these result ids for the final answer",
+        "finish": "finish() — stop; the collected results are returned",
+    }
+
+    def run(self, tool: str, arguments: dict) -> dict:
+        """Run `tool`; unknown tools and bad arguments give an error observation, never an exception."""
+        method = getattr(self, f"tool_{tool}", None)
+        if method is None:
+            return {"error": f"unknown tool '{tool}'; tools: {', '.join(self.SPECS)}"}
+        try:
+            return method(**(arguments or {}))
+        except (TypeError, ValueError) as exc:
+            return {"error": f"bad arguments for {tool}: {exc}"}
+
+    # --- tools ---
+    def tool_search(self, query: str, limit: int = 10) -> dict:
+        limit = max(1, min(int(limit), 25))
+        prepared = search_prepare(collection=self.collection, principals=self.principals, request=PipelineRequest(
+            query=str(query)[:1000], filter_groups=self.filter_groups, limit=limit, expand_query=False,
+            interpret_filters=False, rerank=False, generate_answer=False))
+        candidates = search_run(prepared, render=lambda c: c).results
+        out = []
+        for c in candidates:
+            key = c.chunk.public_id
+            self.seen[key] = c
+            out.append({"id": key, "name": c.chunk.name, "entity_id": c.chunk.original_entity_id,
+                        "snippet": c.chunk.text[:SNIPPET_CHARS]})
+        return {"results": out}
+
+    def tool_read(self, entity_id: str) -> dict:
+        chunks = list(self._chunks().filter(original_entity_id=entity_id).order_by("chunk_index"))
+        if not chunks:
+            return {"error": f"no entity '{entity_id}'"}
+        for c in chunks:
+            self.seen.setdefault(c.public_id, Candidate(chunk_id=c.id, entity_pk=c.entity_id, score=0.0, chunk=c))
+        return {"entity_id": entity_id, "name": chunks[0].name, "text": "\n".join(c.text for c in chunks)[:READ_CHARS],
+                "ids": [c.public_id for c in chunks]}
+
+    def tool_get_parent(self, entity_id: str) -> dict:
+        entity = self._entities().filter(entity_id=entity_id).first()
+        if entity is None:
+            return {"error": f"no entity '{entity_id}'"}
+        return {"parent": entity.breadcrumbs[-1] if entity.breadcrumbs else None}
+
+    def tool_get_children(self, entity_id: str) -> dict:
+        rows = self._entities().filter(breadcrumbs__contains=[{"entity_id": entity_id}])
+        children = [e for e in rows[:200] if e.breadcrumbs and e.breadcrumbs[-1].get("entity_id") == entity_id]
+        return {"children": [{"entity_id": e.entity_id, "name": e.name} for e in children[:50]]}
+
+    def tool_get_siblings(self, entity_id: str) -> dict:
+        entity = self._entities().filter(entity_id=entity_id).first()
+        if entity is None:
+            return {"error": f"no entity '{entity_id}'"}
+        parent = entity.breadcrumbs[-1]["entity_id"] if entity.breadcrumbs else None
+        if parent is None:
+            rows = self._entities().filter(breadcrumbs=[])
+        else:
+            rows = [e for e in self._entities().filter(breadcrumbs__contains=[{"entity_id": parent}])[:200]
+                    if e.breadcrumbs and e.breadcrumbs[-1].get("entity_id") == parent]
+        return {"siblings": [{"entity_id": e.entity_id, "name": e.name} for e in list(rows)[:50]
+                             if e.entity_id != entity_id]}
+
+    def tool_count(self, query: str) -> dict:
+        from search.retrieval import RetrievalQuery, keyword_leg
+
+        hits = keyword_leg(RetrievalQuery(collection_id=self.collection.id, dims=self.collection.vector_size,
+                                          text=str(query), condition=self._condition(), principals=self.principals,
+                                          strategy="keyword"), 10_000)
+        return {"count": len({h.entity_pk for h in hits})}
+
+    def tool_collect(self, ids: list) -> dict:
+        added = [i for i in ids if i in self.seen]
+        for i in added:
+            self.collected[i] = self.seen[i]
+        return {"collected": len(self.collected), "unknown": [i for i in ids if i not in self.seen]}
+
+    def tool_finish(self) -> dict:
+        return {"finished": True, "collected": len(self.collected)}
+
+    # --- scoping ---
+    def _condition(self) -> SQLCondition:
+        return compile_filter_groups(self.filter_groups)
+
+    def _chunks(self):
+        qs = Chunk.objects.filter(collection_id=self.collection.id)
+        if self.principals is not None:
+            from django.db.models import Q
+
+            qs = qs.filter(Q(access_is_public=True) | Q(access_viewers__overlap=self.principals))
+        return qs
+
+    def _entities(self):
+        qs = Entity.objects.filter(collection_id=self.collection.id)
+        if self.principals is not None:
+            from django.db.models import Q
+
+            qs = qs.filter(Q(access_is_public=True) | Q(access_viewers__overlap=self.principals))
+        return qs
