@@ -185,6 +185,6 @@ LOGGING = {
         "pgserver": {"level": "WARNING"},
         "httpx": {"level": "WARNING"},
         # Publishing to a job nobody watches is normal; channels_postgres warns about it each time.
-        "channels_postgres.database": {"level": "ERROR"},
+        "channels_postgres": {"level": "ERROR"},
     },
 }

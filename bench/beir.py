@@ -209,7 +209,6 @@ def timed_sync(connection, label: str) -> tuple[object, float]:
 
 def build_index(organization, readable_id: str, docs_dir: Path, dataset: Dataset) -> tuple[object, dict]:
     """Create the collection and its local_files connection, sync it, re-sync it; return (collection, figures)."""
-    import torch
     from django.conf import settings
 
     from airweave.collections.services import collection_create
@@ -230,7 +229,7 @@ def build_index(organization, readable_id: str, docs_dir: Path, dataset: Dataset
     figures = {
         "measured_at": datetime.now().isoformat(timespec="seconds"),
         "documents": len(dataset.corpus),
-        "model_load_s": model_load_s, "torch_threads": torch.get_num_threads(),
+        "model_load_s": model_load_s,
         "chunk_tokens": settings.AIRWEAVE_CHUNK_TOKENS, "chunk_overlap_tokens": settings.AIRWEAVE_CHUNK_OVERLAP_TOKENS,
         "embedding_batch_size": settings.AIRWEAVE_EMBEDDING_BATCH_SIZE,
         "first_sync": {
@@ -321,19 +320,22 @@ def instant_run(collection, strategy: str, queries: dict[str, str]) -> tuple[dic
 
 class DirectSearcher:
     """search.retrieval.retrieve with a RetrievalQuery built as search_instant builds it, minus
-    hydration; query vectors are embedded once and kept for the whole run."""
+    hydration; query vectors are embedded once and kept for the whole run. RRF k defaults to
+    the product's (defaults.yml)."""
 
     def __init__(self, collection):
         from airweave.collections.models import Entity
+        from airweave.providers.catalog import search_defaults
         from airweave.providers.embeddings import get_embedder
 
         self.collection = collection
+        self.default_rrf_k = int(search_defaults().get("rrf_k", 60))
         self.embedder = get_embedder(collection.embedding_model_name)
         self.doc_of_entity = {pk: doc_id_of(eid) for pk, eid in
                               Entity.objects.filter(collection=collection).values_list("pk", "entity_id")}
         self.vectors: dict[str, object] = {}
 
-    def ranked(self, text: str, strategy: str, rrf_k: int = 60) -> list[str]:
+    def ranked(self, text: str, strategy: str, rrf_k: int | None = None) -> list[str]:
         """Top-100 document ids for one query."""
         from search.filters import compile_filter_groups
         from search.retrieval import RetrievalQuery, retrieve
@@ -345,10 +347,11 @@ class DirectSearcher:
             vector = self.vectors[text]
         hits = retrieve(RetrievalQuery(
             collection_id=self.collection.id, dims=self.collection.vector_size, text=text, query_vector=vector,
-            strategy=strategy, condition=compile_filter_groups(None), limit=TOP_K, collapse=True, rrf_k=rrf_k))
+            strategy=strategy, condition=compile_filter_groups(None), limit=TOP_K, collapse=True,
+            rrf_k=self.default_rrf_k if rrf_k is None else rrf_k))
         return [self.doc_of_entity[h.entity_pk] for h in hits]
 
-    def run(self, queries: dict[str, str], strategy: str, rrf_k: int = 60) -> dict[str, list[str]]:
+    def run(self, queries: dict[str, str], strategy: str, rrf_k: int | None = None) -> dict[str, list[str]]:
         """Ranked doc ids for every query."""
         return {qid: self.ranked(text, strategy, rrf_k) for qid, text in queries.items()}
 
@@ -449,8 +452,7 @@ def bm25s_reference(dataset: Dataset, train: dict[str, str], test: dict[str, str
 # --- report ----------------------------------------------------------------------------------
 
 def machine_info() -> dict:
-    """CPU count, torch threads, platform, Python, PostgreSQL version and git revision."""
-    import torch
+    """CPU count, platform, Python, PostgreSQL version and git revision."""
     from django.db import connection
 
     with connection.cursor() as cur:
@@ -461,8 +463,7 @@ def machine_info() -> dict:
                                   text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         revision = None
-    return {"cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(),
-            "platform": platform.platform(), "machine": platform.machine(),
+    return {"cpu_count": os.cpu_count(), "platform": platform.platform(), "machine": platform.machine(),
             "python": platform.python_version(), "postgresql": pg, "git_revision": revision}
 
 

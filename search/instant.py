@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from airweave.collections.models import Chunk, Collection
+from airweave.collections.models import Collection
 from airweave.providers.catalog import search_defaults
 from airweave.providers.embeddings import get_embedder
 from search.filters import compile_filter_groups
-from search.results import v2_result
+from search.results import load_chunks, v2_result
 from search.retrieval import STRATEGIES, RetrievalQuery, retrieve
 
 MAX_QUERY_CHARS = 2000
@@ -70,5 +70,5 @@ def hydrate(hits) -> list[dict]:
     """Load the chunks (and their entities) of `hits` in one query; shape them as v2 SearchResults."""
     if not hits:
         return []
-    chunks = {c.id: c for c in Chunk.objects.select_related("entity").filter(id__in=[h.chunk_id for h in hits])}
+    chunks = load_chunks(h.chunk_id for h in hits)
     return [v2_result(chunks[h.chunk_id], h.score) for h in hits if h.chunk_id in chunks]

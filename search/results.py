@@ -1,16 +1,69 @@
 """Shapes of search results: v2 SearchResult (tiers) and the pipeline endpoint's result (API.md)."""
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
+
 from airweave.collections.models import Chunk
 from search.state import Candidate
+
+
+@dataclass(frozen=True)
+class EntityView:
+    web_url: str
+    url: str
+    raw_source_fields: dict
+
+
+@dataclass(frozen=True)
+class ChunkView:
+    """The fields of a chunk (and its entity) that results show; duck-types a Chunk for rendering."""
+
+    id: object
+    entity_id: object
+    chunk_index: int
+    text: str
+    original_entity_id: str
+    name: str
+    entity_type: str
+    source_name: str
+    breadcrumbs: list
+    created_at: object
+    updated_at: object
+    sync_id: object
+    sync_job_id: object
+    access_viewers: list
+    access_is_public: bool
+    entity: EntityView
+
+    @property
+    def public_id(self) -> str:
+        return f"{self.original_entity_id}__chunk_{self.chunk_index}"
+
+
+_VIEW_FIELDS = [f.name for f in fields(ChunkView) if f.name != "entity"]
+_ENTITY_FIELDS = ["entity__web_url", "entity__url", "entity__raw_source_fields"]
+
+
+def load_chunks(chunk_ids) -> dict:
+    """{chunk id: ChunkView} for rendering results, in one query.
+
+    Plain rows, not model instances, and never the vector: building 100 Chunk models (vectors
+    deferred) took ~24 ms against ~10 ms for the rows, on SciFact.
+    """
+    rows = Chunk.objects.filter(id__in=list(chunk_ids)).values_list(*_VIEW_FIELDS, *_ENTITY_FIELDS)
+    views = {}
+    for row in rows:
+        n = len(_VIEW_FIELDS)
+        views[row[0]] = ChunkView(*row[:n], entity=EntityView(row[n] or "", row[n + 1] or "", row[n + 2] or {}))
+    return views
 
 
 def _iso(value):
     return value.isoformat() if value else None
 
 
-def v2_result(chunk: Chunk, score: float) -> dict:
-    """A v2 SearchResult for one chunk (its entity loaded)."""
+def v2_result(chunk: "Chunk | ChunkView", score: float) -> dict:
+    """A v2 SearchResult for one chunk (a Chunk with its entity, or a ChunkView)."""
     entity = chunk.entity
     return {
         "entity_id": chunk.public_id,

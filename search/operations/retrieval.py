@@ -1,8 +1,8 @@
 """Retrieval: each query (original and expansions) retrieved with the strategy, fused by RRF, hydrated."""
 from __future__ import annotations
 
-from airweave.collections.models import Chunk
 from search.operations.base import Context, SearchOperation
+from search.results import load_chunks
 from search.retrieval import RetrievalQuery, retrieve, rrf_fuse
 from search.state import Candidate, SearchState
 
@@ -26,7 +26,7 @@ class Retrieval(SearchOperation):
                 collapse=state.collapse_entities, rrf_k=state.rrf_k)))
         hits = legs[0] if len(legs) == 1 else rrf_fuse(legs, k=state.rrf_k, by_entity=state.collapse_entities)
         hits = hits[:needed]
-        chunks = {c.id: c for c in Chunk.objects.select_related("entity").filter(id__in=[h.chunk_id for h in hits])}
+        chunks = load_chunks(h.chunk_id for h in hits)
         state.candidates = [Candidate(chunk_id=h.chunk_id, entity_pk=h.entity_pk, score=h.score, chunk=chunks[h.chunk_id])
                             for h in hits if h.chunk_id in chunks]
         ctx.emit("vector_search_done", op=self.name, final_count=len(state.candidates),
