@@ -12,6 +12,8 @@ from rest_framework.views import exception_handler as drf_exception_handler
 
 from airweave.api.views.params import QueryParameterError
 from airweave.collections.services import CollectionConflict, CollectionError
+from airweave.providers.embeddings import ProviderUnavailable
+from airweave.providers.errors import ProviderError
 from connectors.services import SourceConnectionError
 from connectors.sync.jobs import SyncAlreadyRunning
 from search.filters import FilterError
@@ -44,6 +46,8 @@ def exception_handler(exc, context):
     """DRF exception handler producing API.md's shapes."""
     if isinstance(exc, (FilterError, SearchRequestError)):
         return unprocessable(["body", *exc.loc], str(exc))
+    if isinstance(exc, (ProviderUnavailable, ProviderError)):
+        return Response({"detail": f"A model provider could not answer: {exc}"}, status=503)
     if isinstance(exc, QueryParameterError):
         return unprocessable(["query", exc.name], str(exc))
     if isinstance(exc, (CollectionError, SourceConnectionError)):

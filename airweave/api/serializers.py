@@ -24,6 +24,9 @@ class CollectionCreateSerializer(StrictSerializer):
     name = serializers.CharField(min_length=4, max_length=64)
     readable_id = serializers.CharField(required=False, max_length=128)
     sync_config = serializers.JSONField(required=False, allow_null=True)
+    embedding_model_name = serializers.CharField(
+        required=False, help_text="An embedding model of defaults.yml, e.g. local/all-MiniLM-L6-v2 (the default) "
+                                  "or openai/text-embedding-3-small. Pinned for the collection's life.")
 
 
 class CollectionUpdateSerializer(StrictSerializer):

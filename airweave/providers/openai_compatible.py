@@ -65,3 +65,45 @@ class _mapped_errors:
         if isinstance(exc, openai.APIError):  # e.g. an error frame inside a stream after the 200
             raise ProviderError(f"{type(exc).__name__}: {exc}", retryable=True) from exc
         return False
+
+
+class OpenAICompatibleEmbedder:
+    """Embeddings from an OpenAI-compatible endpoint for collections pinned to such a model.
+
+    `embed(texts)` → float32 array (n, dimensions), L2-normalised. Chunks are still measured with
+    the local MiniLM tokenizer (`tokenizer`): remote tokenizers cannot be fetched here, and the
+    chunk size (AIRWEAVE_CHUNK_TOKENS) sits far below these models' limits either way.
+    """
+
+    BATCH = 256
+
+    def __init__(self, *, model: str, dimensions: int, max_tokens: int, api_key: str | None, base_url: str,
+                 timeout: float | None = None):
+        self.model = model
+        self.dimensions = dimensions
+        self.max_tokens = max_tokens
+        self.calls = 0
+        self.client = openai.OpenAI(api_key=api_key or "not-needed", base_url=base_url,
+                                    timeout=timeout if timeout is not None else TIMEOUT_S, max_retries=0)
+
+    @property
+    def tokenizer(self):
+        from airweave.providers.local_embeddings import get_local_embedder
+
+        return get_local_embedder().tokenizer
+
+    def embed(self, texts: list[str]):
+        import numpy as np
+
+        self.calls += 1
+        vectors = []
+        for start in range(0, len(texts), self.BATCH):
+            with _mapped_errors():
+                response = self.client.embeddings.create(model=self.model, input=texts[start:start + self.BATCH],
+                                                         dimensions=self.dimensions)
+            vectors.extend(item.embedding for item in sorted(response.data, key=lambda d: d.index))
+        array = np.asarray(vectors, dtype=np.float32)
+        if array.shape != (len(texts), self.dimensions):
+            raise ProviderError(f"{self.model} returned vectors of shape {array.shape}", retryable=False)
+        norms = np.linalg.norm(array, axis=1, keepdims=True)
+        return array / np.where(norms == 0, 1, norms)

@@ -19,7 +19,8 @@ from airweave.collections.models import SyncCursor, SyncJob
 from airweave.collections.services import ChunkRecord, EntityRecord, entities_delete, entities_write
 from airweave.crypto import decrypt_json
 from airweave.events import make_event, publish_to_group, sync_job_group
-from airweave.providers.embeddings import get_embedder
+from airweave.providers.embeddings import ProviderUnavailable, get_embedder
+from airweave.providers.errors import ProviderError
 from connectors.base import BaseEntity, FileEntity, SkipEntity, SourceError
 from connectors.converters import convert_file
 from connectors.registry import get_source
@@ -111,6 +112,9 @@ class SyncPipeline:
             sync_job_transition(job, S.CANCELLED, **self.counters.job_fields())
         except SourceError as exc:
             sync_job_transition(job, S.FAILED, error=str(exc), error_category=exc.category, **self.counters.job_fields())
+        except (ProviderUnavailable, ProviderError) as exc:
+            sync_job_transition(job, S.FAILED, error=str(exc), error_category="embedding_provider",
+                                **self.counters.job_fields())
         except Exception as exc:  # a bug or a dependency failure: the job fails, the worker lives
             logger.exception("sync job %s failed", job.id)
             sync_job_transition(job, S.FAILED, error=f"{type(exc).__name__}: {exc}", error_category="internal_error",
