@@ -2,9 +2,10 @@
 
 Builds a collection of `--chunks` chunks cut from BEIR SciFact abstracts (random windows of
 40-120 words, so term statistics stay those of real text), written straight into the chunk
-table with zero vectors (this measures the keyword index, not embeddings), indexes their
-postings with the product's own writer, then times `search.retrieval.keyword_leg` for the
-SciFact test queries, unfiltered and with a filter. Prints p50/p95/max and saves JSON.
+table with a 1-dimension placeholder vector (no HNSW index covers it: this measures the
+keyword index, not embeddings), indexes their postings with the product's own writer, then
+times `search.retrieval.keyword_leg` for the SciFact test queries, unfiltered and with a
+filter. Prints p50/p95/max, saves JSON, and deletes the collection unless --keep.
 
     .venv/bin/python bench/keyword_scale.py --dataset ../shared/data/scifact --chunks 120000
 """
@@ -39,7 +40,7 @@ def build(collection, corpus: list[str], n_chunks: int, seed: int = 7) -> None:
     sc = SourceConnection.objects.create(organization_id=collection.organization_id, collection=collection,
                                          name="synthetic", short_name="local_files", config={})
     Sync.objects.create(organization_id=collection.organization_id, source_connection=sc)
-    zero = [0.0] * collection.vector_size
+    placeholder = [1.0]
     done = 0
     while done < n_chunks:
         batch = min(5000, n_chunks - done)
@@ -57,7 +58,7 @@ def build(collection, corpus: list[str], n_chunks: int, seed: int = 7) -> None:
                 entity = entities[i // 10]
                 chunks.append(Chunk(id=uuid.uuid4(), organization_id=collection.organization_id, collection=collection,
                                     source_connection_id=sc.id, entity=entity, chunk_index=i % 10,
-                                    text=" ".join(doc[start:start + length]), embedding=zero, dims=collection.vector_size,
+                                    text=" ".join(doc[start:start + length]), embedding=placeholder, dims=1,
                                     original_entity_id=entity.entity_id, name=entity.name, entity_type=entity.entity_type,
                                     source_name="local_files"))
             Chunk.objects.bulk_create(chunks, batch_size=1000)
@@ -94,6 +95,7 @@ def main() -> None:
     parser.add_argument("--dataset", default=str(BENCH_DIR.parent.parent / "shared/data/scifact"))
     parser.add_argument("--chunks", type=int, default=120_000)
     parser.add_argument("--rebuild", action="store_true", help="delete and rebuild the collection")
+    parser.add_argument("--keep", action="store_true", help="keep the collection for another run")
     args = parser.parse_args()
 
     import django
@@ -141,6 +143,8 @@ def main() -> None:
     out = BENCH_DIR / "results" / f"keyword-scale-{datetime.now():%Y%m%d-%H%M%S}.json"
     out.write_text(json.dumps(result, indent=2))
     (BENCH_DIR / "results" / "keyword-scale-latest.json").write_text(json.dumps(result, indent=2))
+    if not args.keep:
+        collection.delete()
 
 
 if __name__ == "__main__":

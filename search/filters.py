@@ -119,9 +119,9 @@ def _v2_condition(condition, loc) -> Condition:
     if not isinstance(condition, dict) or set(condition) != {"field", "operator", "value"}:
         raise FilterError("a condition must be an object with exactly 'field', 'operator' and 'value'", loc)
     name, operator, value = condition["field"], condition["operator"], condition["value"]
-    if name not in FIELDS:
+    if not isinstance(name, str) or name not in FIELDS:
         raise FilterError(f"unknown field '{name}'; filterable fields: {', '.join(FIELDS)}", loc + ["field"])
-    if operator not in V2_OPERATORS:
+    if not isinstance(operator, str) or operator not in V2_OPERATORS:
         raise FilterError(f"unknown operator '{operator}'; operators: {', '.join(V2_OPERATORS)}", loc + ["operator"])
     op = V2_OPERATORS[operator]
     kind = FIELDS[name][1]
@@ -224,7 +224,7 @@ def _qdrant_item(item, loc) -> Node:
 
 
 def _qdrant_key(key, loc) -> str:
-    if key not in QDRANT_KEYS:
+    if not isinstance(key, str) or key not in QDRANT_KEYS:
         raise FilterError(f"unknown key '{key}'; keys: {', '.join(QDRANT_KEYS)}", loc, QDRANT_EXAMPLE)
     return key
 

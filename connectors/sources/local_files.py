@@ -92,11 +92,12 @@ class LocalFilesSource(BaseSource):
         raw = out["path"].strip()
         if not raw:
             raise ValueError("config field 'path' must not be empty")
-        if for_api and not Path(raw).expanduser().is_absolute():
-            raise ValueError("config field 'path' must be an absolute path")
         try:
-            resolved = Path(raw).expanduser().resolve()
-        except (OSError, RuntimeError) as exc:
+            expanded = Path(raw).expanduser()
+            if for_api and not expanded.is_absolute():
+                raise ValueError("config field 'path' must be an absolute path")
+            resolved = expanded.resolve()
+        except (OSError, RuntimeError) as exc:  # "~unknownuser", loops, bad bytes
             raise ValueError(f"config field 'path': cannot resolve {raw!r} ({exc})") from exc
         if for_api and not any(resolved.is_relative_to(root) for root in allowed_roots()):
             raise ValueError(f"config field 'path': {raw!r} is outside the folders this server "

@@ -328,3 +328,11 @@ def test_nul_in_collection_parameter_is_not_a_server_error(client, collection):
 def test_nul_in_config_is_422(client, collection, folder):
     r = create(client, config={"path": str(folder), "include": ["*.md\x00"]}, sync_immediately=False)
     assert r.status_code == 422
+
+
+def test_unresolvable_home_path_is_a_422(client, make_collection):
+    make_collection(readable_id="home-path")
+    response = client.post("/source-connections", {"short_name": "local_files", "readable_collection_id": "home-path",
+                                                   "config": {"path": "~no-such-user-here/docs"}}, format="json")
+    assert response.status_code == 422, response.content
+    assert "cannot resolve" in response.json()["detail"][0]["msg"]

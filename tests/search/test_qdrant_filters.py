@@ -92,3 +92,17 @@ def test_invalid_filters_name_the_condition_and_show_an_example(spec, loc):
         parse_qdrant_filter(spec)
     assert info.value.loc == loc
     assert QDRANT_EXAMPLE in str(info.value)
+
+
+@pytest.mark.parametrize("spec", [{"must": [{"key": ["name"], "match": {"value": "a"}}]},
+                                  {"must": [{"key": {"a": 1}, "match": {"value": "a"}}]}])
+def test_non_string_keys_are_filter_errors(spec):
+    with pytest.raises(FilterError):
+        parse_qdrant_filter(spec)
+
+
+@pytest.mark.parametrize("condition", [{"field": ["name"], "operator": "equals", "value": "a"},
+                                       {"field": "name", "operator": {"x": 1}, "value": "a"}])
+def test_non_string_v2_fields_and_operators_are_filter_errors(condition):
+    with pytest.raises(FilterError):
+        parse_filter_groups([{"conditions": [condition]}])
