@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+# Imports of the project (and of bm25s, torch) live inside the functions: django.setup() runs in main().
 BENCH_DIR = Path(__file__).resolve().parent
 PROJECT_DIR = BENCH_DIR.parent
 CACHE_DIR = BENCH_DIR / ".cache"
@@ -377,7 +378,8 @@ def tune_ours(searcher: DirectSearcher, train: dict[str, str], test: dict[str, s
             started = time.perf_counter()
             with bm25_params(k1, b):
                 scores = evaluate(searcher.run(train, "keyword"), dataset.qrels["train"])
-            grid.append({"k1": k1, "b": b, "train_ndcg@10": scores["ndcg@10"], "train_recall@100": scores["recall@100"]})
+            grid.append({"k1": k1, "b": b, "train_ndcg@10": scores["ndcg@10"],
+                         "train_recall@100": scores["recall@100"]})
             print(f"  ours k1={k1} b={b}: train nDCG@10={scores['ndcg@10']:.4f} "
                   f"({time.perf_counter() - started:.0f}s)", flush=True)
     best = max(grid, key=lambda row: row["train_ndcg@10"])
@@ -439,7 +441,8 @@ def bm25s_reference(dataset: Dataset, train: dict[str, str], test: dict[str, str
     for k1 in GRID_K1:
         for b in GRID_B:
             scores = evaluate(reference.run(train, k1, b), dataset.qrels["train"])
-            grid.append({"k1": k1, "b": b, "train_ndcg@10": scores["ndcg@10"], "train_recall@100": scores["recall@100"]})
+            grid.append({"k1": k1, "b": b, "train_ndcg@10": scores["ndcg@10"],
+                         "train_recall@100": scores["recall@100"]})
     best = max(grid, key=lambda row: row["train_ndcg@10"])
     return {
         "default": {"k1": 1.5, "b": 0.75, **evaluate(reference.run(test, 1.5, 0.75), dataset.qrels["test"])},
@@ -517,7 +520,8 @@ def save_report(report: dict) -> Path:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """Command-line options (see the module docstring)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dataset", required=True, type=Path, help="BEIR dataset folder (corpus.jsonl, queries.jsonl, qrels/)")
+    parser.add_argument("--dataset", required=True, type=Path,
+                        help="BEIR dataset folder (corpus.jsonl, queries.jsonl, qrels/)")
     parser.add_argument("--collection", help="readable_id of the collection (default: beir-<dataset>)")
     parser.add_argument("--reindex", action="store_true", help="delete and rebuild the collection, measuring the sync")
     parser.add_argument("--tune", action="store_true", help="grid-search our keyword leg's BM25 k1/b on train")
@@ -551,7 +555,8 @@ def main(argv: list[str] | None = None) -> None:
         warmup_ms = warm_up(collection, strategy, warm_text)
         run, latencies = instant_run(collection, strategy, test)
         ours[strategy] = {**evaluate(run, dataset.qrels["test"]), **latency_summary(latencies), "warmup_ms": warmup_ms}
-        print(f"  {strategy}: nDCG@10={ours[strategy]['ndcg@10']:.4f} p50={ours[strategy]['p50_ms']:.1f} ms", flush=True)
+        print(f"  {strategy}: nDCG@10={ours[strategy]['ndcg@10']:.4f} p50={ours[strategy]['p50_ms']:.1f} ms",
+              flush=True)
 
     print("bm25s reference (grid on train)...", flush=True)
     report = {

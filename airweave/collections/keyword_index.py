@@ -45,3 +45,22 @@ def index_chunks(cursor, chunk_ids: list) -> None:
     cursor.execute(_SET_LENGTHS, [ids])
     cursor.execute(_INSERT_POSTINGS, [ids])
     cursor.execute(_ADD_STATS, [ids])
+
+
+_REFRESH_STATS = """
+INSERT INTO collections_keyword_stats AS s (collection_id, chunk_count, total_length)
+SELECT %s, count(*), coalesce(sum(keyword_length), 0) FROM collections_chunk WHERE collection_id = %s
+ON CONFLICT (collection_id) DO UPDATE SET chunk_count = excluded.chunk_count, total_length = excluded.total_length
+"""
+
+
+def keyword_stats_refresh(collection_id) -> None:
+    """Recount a collection's BM25 statistics from its chunks (run at the end of each sync job).
+
+    The increments and the delete trigger keep the row exact; this heals any drift, e.g. rows
+    written while the statistics table was being created.
+    """
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(_REFRESH_STATS, [collection_id, collection_id])

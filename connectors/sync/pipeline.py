@@ -15,6 +15,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from airweave.collections import selectors as collection_selectors
+from airweave.collections.keyword_index import keyword_stats_refresh
 from airweave.collections.models import SyncCursor, SyncJob
 from airweave.collections.services import ChunkRecord, EntityRecord, entities_delete, entities_write
 from airweave.crypto import decrypt_json
@@ -159,6 +160,7 @@ class SyncPipeline:
 
         if source.is_full_listing():
             self._delete_missing(known, seen)
+        keyword_stats_refresh(self.collection.id)
         self._checkpoint()
         SyncCursor.objects.update_or_create(sync_id=self.job.sync_id, defaults={"data": source.next_cursor()})
 
@@ -226,8 +228,9 @@ class SyncPipeline:
             text = convert_file(entity.path, max_bytes=settings.AIRWEAVE_MAX_FILE_BYTES).text
         else:
             text = entity.textual_representation()
-        name = (entity.name or "").strip()
-        if name and not text.lstrip().lstrip("#").lstrip().startswith(name):
+        name = " ".join((entity.name or "").split())
+        head = " ".join(text.lstrip().lstrip("#")[: len(name) * 2 + 10].split())
+        if name and not head.startswith(name):
             text = f"{name}\n\n{text}"
         return text
 

@@ -44,3 +44,13 @@ def test_postings_hold_stemmed_terms_with_frequencies(make_collection, sync_fold
     assert postings["run"] == 3  # running, run, runs
     assert postings["runner"] == 2
     assert "the" not in postings
+
+
+def test_a_sync_job_heals_drifted_statistics(make_collection, sync_folder, write_files):
+    collection = make_collection()
+    connection_, _ = sync_folder(collection, write_files({"a.md": "Alpha beta.", "b.md": "Gamma delta epsilon."}))
+    with connection.cursor() as cur:
+        cur.execute("UPDATE collections_keyword_stats SET chunk_count = 999, total_length = 5 WHERE collection_id = %s",
+                    [collection.id])
+    sync_folder(None, None, connection=connection_)
+    assert _stats(collection) == _actual(collection)
