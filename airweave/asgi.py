@@ -3,9 +3,12 @@ import os
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "airweave.settings")
 
+from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 from django.core.asgi import get_asgi_application  # noqa: E402
 
-django_asgi_app = get_asgi_application()
+# Static files (the API docs page, the admin) are served by Django itself: the product runs as
+# one process on a laptop; behind a proxy in production, serve STATIC_ROOT from the proxy instead.
+django_asgi_app = ASGIStaticFilesHandler(get_asgi_application())
 
 
 def _warm_up() -> None:
@@ -26,9 +29,8 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.urls import path  # noqa: E402
 
-from airweave.api.consumers import SyncJobConsumer  # noqa: E402
+from airweave.api.consumers import SearchConsumer, SyncJobConsumer  # noqa: E402
 from airweave.api.ws_auth import WebsocketAuthStack  # noqa: E402
-from search.consumers import SearchConsumer  # noqa: E402
 
 websocket_urlpatterns = [
     path("ws/collections/<str:readable_id>/search/", SearchConsumer.as_asgi()),

@@ -155,6 +155,8 @@ if REDIS_URL:
     }
 else:
     CHANNEL_LAYERS = {"default": postgres_channel_layer(DATABASES["default"])}
+    # channels_postgres runs its group bookkeeping through this Django alias (the same database).
+    DATABASES["channels_postgres"] = {**DATABASES["default"], "TEST": {"MIRROR": "default"}}
 
 # --- Product limits and defaults ---
 AIRWEAVE_DEFAULT_ORG = env("AIRWEAVE_DEFAULT_ORG", default="default")

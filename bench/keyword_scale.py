@@ -47,7 +47,7 @@ def build(collection, corpus: list[str], n_chunks: int, seed: int = 7) -> None:
         with transaction.atomic():
             entities = Entity.objects.bulk_create([
                 Entity(organization_id=collection.organization_id, collection=collection, source_connection=sc,
-                       entity_id=f"e{done + i}", entity_type="SyntheticEntity" if i % 2 else "OtherEntity",
+                       entity_id=f"e{done + i}", entity_type="SyntheticEntity" if (i // 10) % 2 else "OtherEntity",
                        name=f"e{done + i}", content_hash="x")
                 for i in range(0, batch, 10)])
             chunks = []

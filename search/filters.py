@@ -146,11 +146,16 @@ def compile_filter_groups(groups, loc_prefix=("filter",)) -> SQLCondition:
 
 # --- Qdrant-style filter of the pipeline endpoint ----------------------------------------------
 
+MAX_NESTING = 16
+
+
 def parse_qdrant_filter(spec, loc=("filter",)) -> Node | None:
     """Qdrant-style filter → internal form (None for no filter). Raises FilterError."""
     if spec is None or spec == {}:
         return None
     loc = list(loc)
+    if len(loc) > 3 * MAX_NESTING:
+        raise FilterError(f"filters nest at most {MAX_NESTING} levels deep", loc, QDRANT_EXAMPLE)
     if not isinstance(spec, dict):
         raise FilterError("filter must be an object with must / should / must_not", loc, QDRANT_EXAMPLE)
     unknown = set(spec) - {"must", "should", "must_not", "minimum_should_match", "min_should"}
@@ -201,6 +206,9 @@ def _qdrant_item(item, loc) -> Node:
             return Condition(_qdrant_key(key, loc), test)
     key = _qdrant_key(item.get("key"), loc + ["key"])
     kind = QDRANT_KEYS[key][1]
+    if kind == "array":
+        raise FilterError("'breadcrumbs' takes is_empty / is_null; match a breadcrumb with breadcrumbs.name, "
+                          "breadcrumbs.entity_id or breadcrumbs.entity_type", loc + ["key"], QDRANT_EXAMPLE)
     if "match" in item:
         match = item["match"]
         if not isinstance(match, dict) or len(match) != 1 or next(iter(match)) not in ("value", "any", "except", "text"):

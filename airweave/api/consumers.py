@@ -1,10 +1,25 @@
-"""Websocket transport of sync progress: `ws/sync/job/<job_id>/` (the same events as the SSE subscription)."""
+"""Websocket transports: search (`ws/collections/<readable_id>/search/`) and sync progress
+(`ws/sync/job/<job_id>/`), carrying the same events as the SSE endpoints.
+
+A search socket takes one pipeline request (the body of POST /collections/{id}/search, validated
+by the same serializer) per JSON message and stays open for the next; bad messages get an
+`error` event. A sync socket closes after `sync_complete`.
+"""
 from __future__ import annotations
 
+import json
+
+from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
+from airweave.api.serializers import PipelineSearchRequestSerializer
 from airweave.api.sync_events import job_snapshot, renumbered
+from airweave.collections.models import Collection
 from airweave.events import EventStream, sync_job_group
+from search.filters import FilterError
+from search.instant import SearchRequestError
+from search.pipeline import PipelineRequest, search_prepare, search_run
+from search.streams import stream_from_thread
 
 
 class SyncJobConsumer(AsyncJsonWebsocketConsumer):
@@ -20,6 +35,8 @@ class SyncJobConsumer(AsyncJsonWebsocketConsumer):
         await self.accept()
         for event in await job_snapshot(organization, job_id) or []:
             await self.send_json(renumbered(self.stream, event))
+            if event["type"] == "sync_complete":
+                await self.close()
 
     async def disconnect(self, code):
         if getattr(self, "group", None):
@@ -27,3 +44,52 @@ class SyncJobConsumer(AsyncJsonWebsocketConsumer):
 
     async def stream_event(self, message):
         await self.send_json(renumbered(self.stream, message["event"]))
+        if message["event"].get("type") == "sync_complete":
+            await self.close()
+
+
+
+class SearchConsumer(AsyncJsonWebsocketConsumer):
+    async def connect(self):
+        organization = self.scope.get("organization")
+        if organization is None:
+            await self.close(code=4401)
+            return
+        self.collection = await database_sync_to_async(
+            Collection.objects.filter(organization=organization, readable_id=self.scope["url_route"]["kwargs"]["readable_id"]).first)()
+        if self.collection is None:
+            await self.close(code=4404)
+            return
+        await self.accept()
+
+    async def receive(self, text_data=None, bytes_data=None, **kwargs):
+        try:
+            content = json.loads(text_data or bytes_data or "")
+        except (ValueError, RecursionError):
+            await self.send_json({"type": "error", "message": "send one JSON object per message"})
+            return
+        await self.receive_json(content)
+
+    async def receive_json(self, content, **kwargs):
+        try:
+            prepared = await database_sync_to_async(self._prepare)(content)
+        except (SearchRequestError, FilterError) as exc:
+            await self.send_json({"type": "error", "message": str(exc)})
+            return
+        except _Invalid as exc:
+            await self.send_json({"type": "error", "message": "invalid request", "detail": exc.detail})
+            return
+        async for event in stream_from_thread(lambda stream: search_run(prepared, stream), first={"type": "connected"}):
+            await self.send_json(event)
+
+    def _prepare(self, content):
+        data = PipelineSearchRequestSerializer(data=content if isinstance(content, dict) else {"": content})
+        if not data.is_valid():
+            raise _Invalid(data.errors)
+        return search_prepare(collection=self.collection, request=PipelineRequest(**data.validated_data), principals=None)
+
+
+class _Invalid(Exception):
+    def __init__(self, detail):
+        super().__init__("invalid request")
+        self.detail = json.loads(json.dumps(detail, default=str))

@@ -1,7 +1,7 @@
 """JSON parsing that refuses NUL characters, which PostgreSQL text and jsonb cannot store."""
 from __future__ import annotations
 
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import ParseError, ValidationError
 from rest_framework.parsers import JSONParser
 
 
@@ -28,8 +28,14 @@ class StrictJSONParser(JSONParser):
     """DRF's JSON parser, plus a 422 naming the field when a string holds a NUL character."""
 
     def parse(self, stream, media_type=None, parser_context=None):
-        data = super().parse(stream, media_type, parser_context)
-        path = _nul_path(data)
+        try:
+            data = super().parse(stream, media_type, parser_context)
+        except RecursionError:
+            raise ParseError("JSON nested too deeply") from None
+        try:
+            path = _nul_path(data)
+        except RecursionError:
+            raise ParseError("JSON nested too deeply") from None
         if path is not None:
             error: object = ["must not contain NUL (\\u0000) characters"]
             for key in reversed(path):

@@ -20,9 +20,16 @@ SWEEPER_NAME = "sweep-stuck-sync-jobs"
 
 def validate_cron(expression: str) -> str:
     """Return the stripped expression; raises ValueError with an example when it is not valid cron."""
-    expression = (expression or "").strip()
-    if expression and not croniter.is_valid(expression):
-        raise ValueError(f"'{expression}' is not a valid cron expression (five fields, e.g. '0 */6 * * *')")
+    expression = " ".join((expression or "").split())
+    if not expression:
+        return ""
+    example = "five fields, e.g. '0 */6 * * *'"
+    if len(expression.split()) != 5 or not croniter.is_valid(expression):
+        raise ValueError(f"'{expression}' is not a valid cron expression ({example})")
+    try:
+        croniter(expression).get_next()
+    except Exception:  # CroniterBadDateError and friends: valid syntax that never fires
+        raise ValueError(f"'{expression}' never fires ({example})") from None
     return expression
 
 

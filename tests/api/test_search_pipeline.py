@@ -113,3 +113,21 @@ def test_other_organizations_collection_is_404(searchable, db):
     stranger.credentials(HTTP_X_API_KEY=api_key_create(organization=organization_get_or_create(name="Other")).key)
     for path in ("/collections/pipeline-docs/search", "/collections/pipeline-docs/search/stream"):
         assert stranger.post(path, {"query": "leave"}, format="json").status_code == 404
+
+
+def test_errors_keep_their_json_body_when_the_client_asks_for_event_streams(searchable):
+    response = searchable.post("/collections/pipeline-docs/search/stream", {"query": ""}, format="json",
+                               HTTP_ACCEPT="text/event-stream")
+    assert response.status_code == 422
+    assert json.loads(response.content)["detail"][0]["loc"] == ["body", "query"]
+
+
+def test_deeply_nested_json_and_filters_answer_422(searchable):
+    nested = {"key": "name", "match": {"value": "x"}}
+    for _ in range(40):
+        nested = {"must": [nested]}
+    response = searchable.post("/collections/pipeline-docs/search", {"query": "x", "filter": nested}, format="json")
+    assert response.status_code == 422 and "nest" in json.dumps(response.json())
+    deep = "[" * 100000 + "]" * 100000
+    response = searchable.post("/collections", data='{"name": ' + deep + "}", content_type="application/json")
+    assert response.status_code == 422

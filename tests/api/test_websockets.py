@@ -94,7 +94,10 @@ def test_websocket_refuses_unknown_key_and_foreign_collection(setup):
 
 def test_bad_search_message_answers_an_error_event(setup):
     events = _socket_events("/ws/collections/socket-docs/search/", setup["key"], {"question": "?"}, until="error")
-    assert "query" in events[-1]["message"]
+    assert "question" in events[-1]["detail"]  # unknown fields are refused first
+    events = _socket_events("/ws/collections/socket-docs/search/", setup["key"], {"query": "x", "limit": "abc"},
+                            until="error")
+    assert "limit" in events[-1]["detail"]
 
 
 # --- across processes -------------------------------------------------------------------------

@@ -60,3 +60,11 @@ def test_sweeper_fails_jobs_without_progress(connection, settings):
 
 def test_sweeper_schedule_exists_after_migrate(db):
     assert Schedule.objects.filter(name=SWEEPER_NAME, func="connectors.sync.tasks.sweep_stuck_jobs").exists()
+
+
+@pytest.mark.parametrize("cron", ["0 0 31 2 *", "* * * * * * *"])
+def test_cron_that_never_fires_or_has_seconds_is_refused(make_collection, write_files, cron):
+    with pytest.raises(SourceConnectionError):
+        source_connection_create(collection=make_collection(), short_name="local_files",
+                                 config={"path": str(write_files({"a.md": "x"}))}, cron_schedule=cron,
+                                 sync_immediately=False, for_api=False)

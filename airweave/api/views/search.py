@@ -62,7 +62,9 @@ class EventStreamRenderer(BaseRenderer):
     format = "sse"
 
     def render(self, data, accepted_media_type=None, renderer_context=None):
-        return data
+        if isinstance(data, (bytes, str)):
+            return data
+        return JSONRenderer().render(data)  # an error answered before streaming began
 
 
 class PipelineSearchStreamView(APIView):
