@@ -2,6 +2,7 @@
 from django.urls import path
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
 
+from airweave.api import schema  # noqa: F401  (registers the OpenAPI security scheme)
 from airweave.api.views import collections, search, source_connections, sources, sync
 
 urlpatterns = [

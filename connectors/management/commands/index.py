@@ -26,6 +26,8 @@ class Command(BaseCommand):
 
     def handle(self, *args, path, collection, name, org, force_full_sync, include, exclude, **options):
         root = Path(path).expanduser().resolve()
+        if not root.exists():
+            raise CommandError(f"{root} does not exist")
         organization = organization_get_or_create(name=org)
         coll = Collection.objects.filter(organization=organization, readable_id=collection).first()
         if coll is None:
