@@ -28,7 +28,7 @@ def _detail(connection):
 class SourceConnectionListView(APIView):
     @extend_schema(operation_id="source_connections_list",
                    parameters=[OpenApiParameter("collection", str), OpenApiParameter("skip", int),
-                               OpenApiParameter("limit", int)], responses=SourceConnectionSchema(many=True))
+                               OpenApiParameter("limit", int)], responses=SourceConnectionSchema)
     def get(self, request):
         connections = selectors.source_connection_list(
             organization=request.organization, collection_readable_id=str_param(request, "collection") or None,
