@@ -34,7 +34,7 @@ class QueryInterpretation(SearchOperation):
 
     def execute(self, state: SearchState, ctx: Context) -> None:
         values = collection_values(state.collection_id)
-        described = "\n".join(f"- {field}: {', '.join(vals) or '(none)'}" for field, vals in values.items())
+        described = describe_values(values)
         try:
             reply, provider = ctx.chains["query_interpretation"].call(lambda model, spec: model.complete_json(
                 system=SYSTEM, user=f"Fields and their values:\n{described}\n\nQuery: {state.query}",
@@ -62,6 +62,11 @@ class QueryInterpretation(SearchOperation):
             ctx.emit("interpretation_skipped", op=self.name, reason=str(exc), confidence=confidence)
             raise OperationSkipped("the model's filter was invalid") from None
         ctx.emit("interpretation_done", op=self.name, filter=conditions, confidence=confidence)
+
+
+def describe_values(values: dict[str, list[str]]) -> str:
+    """The fields and values a language model may filter on, one line per field."""
+    return "\n".join(f"- {field}: {', '.join(vals) or '(none)'}" for field, vals in values.items())
 
 
 def collection_values(collection_id, per_field: int = 30) -> dict[str, list[str]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from airweave.providers.errors import NoProviderAvailable
 from search.filters import FilterError, parse_filter_groups
 from search.operations.base import Context, OperationSkipped, SearchOperation
-from search.operations.query_interpretation import collection_values
+from search.operations.query_interpretation import collection_values, describe_values
 from search.state import SearchState
 
 SYSTEM = ("You plan searches over a document collection. Rewrite the user's question as the best primary "
@@ -33,7 +33,7 @@ class SearchPlan(SearchOperation):
 
     def execute(self, state: SearchState, ctx: Context) -> None:
         values = collection_values(state.collection_id)
-        described = "\n".join(f"- {field}: {', '.join(vals) or '(none)'}" for field, vals in values.items())
+        described = describe_values(values)
         try:
             plan, provider = ctx.chains["search_plan"].call(lambda model, spec: model.complete_json(
                 system=SYSTEM, user=f"Fields and their values:\n{described}\n\nQuestion: {state.query}",
