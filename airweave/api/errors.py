@@ -4,7 +4,8 @@ Domain exceptions raised by services map to status codes here, so views stay fre
 """
 from __future__ import annotations
 
-from django.core.exceptions import ObjectDoesNotExist
+from django.conf import settings
+from django.core.exceptions import ObjectDoesNotExist, RequestDataTooBig
 from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -46,6 +47,9 @@ def exception_handler(exc, context):
     """DRF exception handler producing API.md's shapes."""
     if isinstance(exc, (FilterError, SearchRequestError)):
         return unprocessable(["body", *exc.loc], str(exc))
+    if isinstance(exc, RequestDataTooBig):
+        return Response({"detail": f"Request body too large: the limit is {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes"},
+                        status=413)
     if isinstance(exc, (ProviderUnavailable, ProviderError)):
         return Response({"detail": f"A model provider could not answer: {exc}"}, status=503)
     if isinstance(exc, QueryParameterError):

@@ -162,3 +162,10 @@ def test_non_uuid_connection_id_is_404(client):
 
 def test_method_not_allowed_is_405(client):
     assert client.put("/collections/count").status_code == 405
+
+
+def test_oversized_body_answers_413_with_json(client, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    response = client.post("/collections", data='{"name": "' + "a" * 5000 + '"}', content_type="application/json")
+    assert response.status_code == 413
+    assert "too large" in response.json()["detail"]
