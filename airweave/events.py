@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import time
 from datetime import datetime, timezone
 
 logger = logging.getLogger(__name__)
@@ -63,6 +62,3 @@ def publish_to_group(group: str, event: dict) -> None:
     except Exception:
         logger.warning("could not publish %s to %s", event.get("type"), group, exc_info=True)
 
-
-def monotonic_ms() -> float:
-    return time.monotonic() * 1000.0

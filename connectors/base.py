@@ -144,13 +144,6 @@ class FileEntity(BaseEntity):
                 digest.update(block)
 
 
-@dataclass
-class SourceResult:
-    """Returned by `generate_entities` callers: whether the listing was complete."""
-
-    is_full_listing: bool = True
-
-
 class BaseSource:
     """Base class of every source. Subclasses are registered with `@source(...)`.
 
