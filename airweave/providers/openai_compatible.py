@@ -107,3 +107,7 @@ class OpenAICompatibleEmbedder:
             raise ProviderError(f"{self.model} returned vectors of shape {array.shape}", retryable=False)
         norms = np.linalg.norm(array, axis=1, keepdims=True)
         return array / np.where(norms == 0, 1, norms)
+
+    def embed_queries(self, texts: list[str]):
+        """OpenAI's embedding models embed queries and documents alike."""
+        return self.embed(texts)

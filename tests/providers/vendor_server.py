@@ -21,6 +21,9 @@ Endpoints (shapes as the vendors document them):
 - OpenAI `POST /v1/embeddings`: `{object: list, data: [{object: embedding, index, embedding}],
   model, usage}`; honours `encoding_format` ("float" or "base64" — the SDK asks for base64 by
   default) and `dimensions`. Vectors are deterministic (hash of the text).
+- Cohere v2 `POST /v2/embed`: `{id, embeddings: {float: [[...]]}, texts, meta, response_type:
+  "embeddings_by_type"}`; 1-96 texts and an `input_type` required (as for v3 models); vectors
+  `server.embedding_dims` long (deterministic, hash of the text).
 - Cohere v2 `POST /v2/rerank`: `{id, results: [{index, relevance_score}], meta: {api_version,
   billed_units}}`, best first, `top_n` honoured. Scores come from `server.rerank_scores`
   (callable(query, documents) → one score per document), by default word overlap.
@@ -295,6 +298,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._embeddings(body)
         elif path == "/v2/rerank":
             self._rerank(body)
+        elif path == "/v2/embed":
+            self._cohere_embed(body)
         else:
             self._send_json(404, {"error": {"message": f"Unknown request URL: POST {path}.",
                                             "type": "invalid_request_error", "param": None, "code": "unknown_url"}})
@@ -441,6 +446,22 @@ class _Handler(BaseHTTPRequestHandler):
                               "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
 
     # -- Cohere ------------------------------------------------------------------------------
+    def _cohere_embed(self, body: dict) -> None:
+        texts = body.get("texts") or []
+        if not texts or len(texts) > 96 or body.get("input_type") not in {"search_document", "search_query",
+                                                                          "classification", "clustering"}:
+            self._send_json(400, {"id": str(uuid.uuid4()), "message": "invalid request: texts must hold 1 to 96 "
+                                  "strings and input_type is required for embed-english-v3.0"})
+            return
+        dims = int(body.get("output_dimension") or self.vendor.embedding_dims)
+        self._send_json(200, {
+            "id": str(uuid.uuid4()),
+            "embeddings": {"float": [fake_embedding(t, dims) for t in texts]},
+            "texts": texts,
+            "meta": {"api_version": {"version": "2"}, "billed_units": {"input_tokens": sum(len(_WORD.findall(t)) for t in texts)}},
+            "response_type": "embeddings_by_type",
+        }, {"x-request-id": uuid.uuid4().hex})
+
     def _rerank(self, body: dict) -> None:
         documents = body.get("documents") or []
         if not documents:
