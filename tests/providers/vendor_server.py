@@ -13,6 +13,10 @@ Endpoints (shapes as the vendors document them):
     a str is sent verbatim as the content, e.g. to script invalid JSON);
     the reply is validated against the request's schema and any violation is recorded in
     `server.schema_violations` (the fixture fails the test on teardown).
+  - with `tools` (function calling): an assistant message with `tool_calls` (`finish_reason:
+    "tool_calls"`) from `server.tool_replies` (a list of `{content, calls: [(name, arguments)]}`
+    consumed in order, or a callable(body)); dict arguments are checked against the declared
+    function's `parameters` schema (violations recorded), str arguments are sent verbatim.
   - streaming (`stream: true`): `text/event-stream`, chunked transfer encoding, one
     `data: {chat.completion.chunk}` frame per delta (first one carries the role), a final chunk
     with `finish_reason: "stop"`, a usage chunk when `stream_options.include_usage`, then
@@ -134,6 +138,7 @@ class VendorServer:
         self.json_replies: dict[str, Any] = {}
         self.stream_replies: Any = []  # list of list[str] consumed in order, or callable(body) -> list[str]
         self.default_stream: list[str] = ["The answer ", "is in the ", "first result. [[1]]"]
+        self.tool_replies: Any = []  # list of {"content", "calls": [(name, args)]} consumed in order, or callable(body)
         self.rerank_scores: Callable[[str, list[str]], list[float]] = overlap_scores
         self.embedding_dims = 1536
         self.timeout_sleep_s = 2.0
@@ -222,6 +227,17 @@ class VendorServer:
         if isinstance(script, (dict, str)):
             return script
         return _empty_for(name, body)
+
+    def _tool_reply(self, body: dict) -> dict:
+        """The scripted assistant turn for a request with `tools`: {"content": str, "calls": [(name, args)]}."""
+        with self._lock:
+            script = self.tool_replies
+            if isinstance(script, list):
+                if not script:
+                    raise LookupError("no scripted tool-calling reply left")
+                script = script.pop(0)
+        reply = script(body) if callable(script) else script
+        return reply or {"content": "Nothing to do.", "calls": []}
 
     def _stream_reply(self, body: dict) -> list[str]:
         with self._lock:
@@ -331,7 +347,12 @@ class _Handler(BaseHTTPRequestHandler):
     # -- OpenAI ------------------------------------------------------------------------------
     def _chat(self, body: dict) -> None:
         response_format = body.get("response_format") or {}
-        if response_format.get("type") == "json_schema":
+        tool_calls = None
+        if body.get("tools"):
+            reply = self.vendor._tool_reply(body)
+            content = reply.get("content") or ""
+            tool_calls = [self._tool_call(body["tools"], name, arguments) for name, arguments in reply.get("calls", [])]
+        elif response_format.get("type") == "json_schema":
             spec = response_format.get("json_schema") or {}
             name = spec.get("name", "")
             reply = self.vendor._json_reply(name, body)
@@ -353,9 +374,10 @@ class _Handler(BaseHTTPRequestHandler):
             "model": body.get("model"),
             "choices": [{
                 "index": 0,
-                "message": {"role": "assistant", "content": content, "refusal": None, "annotations": []},
+                "message": {"role": "assistant", "content": content or (None if tool_calls else ""),
+                            "refusal": None, "annotations": [], **({"tool_calls": tool_calls} if tool_calls else {})},
                 "logprobs": None,
-                "finish_reason": "stop",
+                "finish_reason": "tool_calls" if tool_calls else "stop",
             }],
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                       "total_tokens": prompt_tokens + completion_tokens,
@@ -366,6 +388,16 @@ class _Handler(BaseHTTPRequestHandler):
             "service_tier": "default",
             "system_fingerprint": "fp_vendorserver",
         }, {"x-request-id": f"req_{uuid.uuid4().hex}", "openai-processing-ms": "12"})
+
+    def _tool_call(self, tools: list, name: str, arguments) -> dict:
+        """One `tool_calls` item; dict arguments of a declared tool are checked against its schema."""
+        declared = {t["function"]["name"]: t["function"] for t in tools if t.get("type") == "function"}
+        if isinstance(arguments, dict):
+            if name in declared:
+                _validate(self.vendor, f"tool {name}", declared[name].get("parameters") or {}, arguments)
+            arguments = json.dumps(arguments)
+        return {"id": f"call_{uuid.uuid4().hex[:24]}", "type": "function",
+                "function": {"name": name, "arguments": arguments}}
 
     def _chat_stream(self, body: dict, failure) -> None:
         model = body.get("model")
