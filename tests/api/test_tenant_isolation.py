@@ -40,7 +40,7 @@ def _tenant(name: str, word: str, write_files, tmp_path, synced: bool) -> Simple
     session = APIClient()
     session.force_login(user)
     return SimpleNamespace(org=org, user=user, collection=collection, connection=connection, job=job,
-                           key=issued.api_key, client=client, session=session, entity=f"{name.lower()}.md", word=word)
+                           key=issued.api_key, raw_key=issued.key, client=client, session=session, entity=f"{name.lower()}.md", word=word)
 
 
 def _tenants(write_files, tmp_path, monkeypatch, synced):
@@ -222,3 +222,27 @@ def test_a_user_without_organization_is_refused(db):
     response = api.get("/collections")
     assert response.status_code == 403
     assert "/accounts/" in response.json()["detail"]
+
+
+@pytest.mark.parametrize("me, them", DIRECTIONS, ids=["globex", "acme"])
+def test_websockets_refuse_the_other_organizations_collection_and_job(synced, me, them):
+    from asgiref.sync import async_to_sync
+    from channels.testing import WebsocketCommunicator
+
+    from airweave.asgi import application
+
+    me, them = synced[me], synced[them]
+    Collection.objects.filter(pk=them.collection.pk).update(readable_id="their-docs")
+
+    async def attempt(path, headers):
+        communicator = WebsocketCommunicator(application, path, headers=[*headers, (b"origin", b"http://testserver")])
+        connected, code = await communicator.connect()
+        await communicator.disconnect()
+        return connected, code
+
+    key = [(b"x-api-key", me.raw_key.encode())]
+    assert async_to_sync(attempt)("/ws/collections/their-docs/search/", key) == (False, 4404)
+    assert async_to_sync(attempt)(f"/ws/sync/job/{them.job.id}/", key) == (False, 4404)
+    assert async_to_sync(attempt)(f"/ws/sync/job/{me.job.id}/", key)[0] is True
+    as_them = [*key, (b"x-organization-id", str(them.org.id).encode())]  # a key cannot pick another organization
+    assert async_to_sync(attempt)(f"/ws/sync/job/{them.job.id}/", as_them) == (False, 4401)
