@@ -4,7 +4,10 @@ from __future__ import annotations
 from django.db import transaction
 
 from airweave.collections.models import Collection, SourceConnection, Sync
+from airweave.collections.selectors import source_connection_count
 from airweave.crypto import encrypt_json
+from airweave.tenancy.models import Organization
+from airweave.tenancy.quotas import SOURCE_CONNECTIONS, quota_ensure
 from connectors.registry import get_source
 from connectors.sync.schedules import sync_schedule_apply, validate_cron
 
@@ -25,7 +28,8 @@ def source_connection_create(*, collection: Collection, short_name: str, name: s
 
     `config` is validated against the source's declared config fields; `for_api` applies the
     API's stricter rules (e.g. local paths only under AIRWEAVE_LOCAL_ROOTS).
-    Raises SourceConnectionError naming the bad field.
+    Raises SourceConnectionError naming the bad field, and QuotaExceeded when the organization
+    has as many connections as its quota allows.
     """
     try:
         source_cls = get_source(short_name)
@@ -37,6 +41,9 @@ def source_connection_create(*, collection: Collection, short_name: str, name: s
         raise SourceConnectionError(str(exc), "config") from None
     cron_schedule = _valid_cron(cron_schedule)
     with transaction.atomic():
+        # Locking the organization's row serialises concurrent creations against the quota.
+        organization = Organization.objects.select_for_update().get(pk=collection.organization_id)
+        quota_ensure(organization, SOURCE_CONNECTIONS, source_connection_count(organization=organization))
         connection = SourceConnection.objects.create(
             organization_id=collection.organization_id, collection=collection,
             name=(name or f"{source_cls.name} connection")[:200], description=description or "",

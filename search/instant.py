@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from airweave.collections.models import Collection
 from airweave.providers.catalog import search_defaults
 from airweave.providers.embeddings import get_embedder
+from airweave.tenancy.quotas import search_quota_consume
 from search.filters import compile_filter_groups
 from search.results import load_chunks, v2_result
 from search.retrieval import STRATEGIES, RetrievalQuery, retrieve
@@ -41,7 +42,8 @@ class InstantSearchResponse:
 
 
 def search_instant(*, collection: Collection, request: InstantSearchRequest) -> InstantSearchResponse:
-    """Run an instant search over `collection`. Raises SearchRequestError or search.filters.FilterError."""
+    """Run an instant search over `collection`. Raises SearchRequestError or search.filters.FilterError,
+    and QuotaExceeded past the organization's monthly searches."""
     query = (request.query or "").strip()
     if not query:
         raise SearchRequestError("query must not be empty", ["query"])
@@ -54,6 +56,7 @@ def search_instant(*, collection: Collection, request: InstantSearchRequest) -> 
     if request.offset < 0:
         raise SearchRequestError("offset must be 0 or more", ["offset"])
     condition = compile_filter_groups(request.filter)
+    search_quota_consume(collection.organization_id)
     vector = None
     if request.retrieval_strategy != "keyword":
         vector = get_embedder(collection.embedding_model_name).embed_queries([query])[0]

@@ -11,6 +11,7 @@ from typing import Callable
 from airweave.collections.models import Collection
 from airweave.events import EventStream
 from airweave.providers.catalog import search_defaults
+from airweave.tenancy.quotas import search_quota_consume
 from search.factory import build_chains, build_operations
 from search.filters import parse_filter_groups, parse_qdrant_filter
 from search.instant import SearchRequestError
@@ -59,8 +60,10 @@ class PreparedSearch:
 
 
 def search_prepare(*, collection: Collection, request: PipelineRequest,
-                   principals: list[str] | None = None) -> PreparedSearch:
-    """Validate `request` and build the state and operations. Raises SearchRequestError or FilterError.
+                   principals: list[str] | None = None, metered: bool = True) -> PreparedSearch:
+    """Validate `request` and build the state and operations. Raises SearchRequestError or FilterError,
+    and QuotaExceeded when the organization used its searches of the month (a valid request counts one,
+    unless `metered` is false: the searches an agentic run makes inside itself).
 
     Separate from running so that a streaming face can answer bad input with 422 before it starts.
     """
@@ -92,6 +95,8 @@ def search_prepare(*, collection: Collection, request: PipelineRequest,
         recency_weight=request.recency_weight or 0.0, rrf_k=int(defaults.get("rrf_k", 60)),
         overfetch=2 if any(op.name == "reranking" for op in operations) else 1,
     )
+    if metered:
+        search_quota_consume(collection.organization_id)
     return PreparedSearch(state=state, operations=operations)
 
 

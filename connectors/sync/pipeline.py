@@ -22,6 +22,7 @@ from airweave.crypto import decrypt_json
 from airweave.events import make_event, publish_to_group, sync_job_group
 from airweave.providers.embeddings import ProviderUnavailable, get_embedder
 from airweave.providers.errors import ProviderError
+from airweave.tenancy.quotas import ENTITIES, quota_remaining
 from connectors.base import BaseEntity, FileEntity, SkipEntity, SourceError
 from connectors.converters import convert_file
 from connectors.registry import get_source
@@ -130,6 +131,9 @@ class SyncPipeline:
         cursor_row = SyncCursor.objects.filter(sync_id=self.job.sync_id).first()
         cursor = {} if self.job.force_full_sync or cursor_row is None else cursor_row.data
         known = collection_selectors.entity_hashes(source_connection=self.connection)
+        # New entities this job may add under the organization's entity quota (None: unlimited).
+        allowance = quota_remaining(self.job.organization_id, ENTITIES,
+                                    collection_selectors.entity_count(organization=self.job.organization_id))
         seen: set[str] = set()
         batch: list[_Pending] = []
 
@@ -151,7 +155,14 @@ class SyncPipeline:
             if known.get(entity.entity_id) == content_hash:
                 self.counters.kept += 1
                 continue
-            batch.append(_Pending(entity, content_hash, entity.entity_id not in known))
+            is_new = entity.entity_id not in known
+            if is_new and allowance is not None:
+                if allowance <= 0:
+                    self.counters.skip(entity.entity_id, "quota: the organization's entity limit is reached "
+                                                         "(AIRWEAVE_QUOTA_ENTITIES or its own quota)")
+                    continue
+                allowance -= 1
+            batch.append(_Pending(entity, content_hash, is_new))
             if len(batch) >= self.batch_size:
                 self._index(batch)
                 batch = []

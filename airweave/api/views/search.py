@@ -20,6 +20,7 @@ from search.streams import sse, stream_from_thread
 
 
 class ClassicSearchView(APIView):
+    throttle_scope = "search"  # AIRWEAVE_SEARCH_RATE_LIMIT applies too
     @extend_schema(request=ClassicSearchRequestSerializer, responses=SearchResponseSerializer)
     def post(self, request, readable_id):
         collection = selectors.collection_get(organization=request.organization, readable_id=readable_id)
@@ -32,6 +33,7 @@ class ClassicSearchView(APIView):
 
 
 class InstantSearchView(APIView):
+    throttle_scope = "search"  # AIRWEAVE_SEARCH_RATE_LIMIT applies too
     @extend_schema(request=InstantSearchRequestSerializer, responses=SearchResponseSerializer)
     def post(self, request, readable_id):
         collection = selectors.collection_get(organization=request.organization, readable_id=readable_id)
@@ -49,6 +51,7 @@ def _prepare(request, readable_id):
 
 
 class PipelineSearchView(APIView):
+    throttle_scope = "search"  # AIRWEAVE_SEARCH_RATE_LIMIT applies too
     @extend_schema(request=PipelineSearchRequestSerializer, responses=PipelineSearchResponseSerializer)
     def post(self, request, readable_id):
         result = search_run(_prepare(request, readable_id))
@@ -68,6 +71,7 @@ class EventStreamRenderer(BaseRenderer):
 
 
 class PipelineSearchStreamView(APIView):
+    throttle_scope = "search"  # AIRWEAVE_SEARCH_RATE_LIMIT applies too
     renderer_classes = [JSONRenderer, EventStreamRenderer]
 
     @extend_schema(request=PipelineSearchRequestSerializer, responses={(200, "text/event-stream"): str})
@@ -91,12 +95,14 @@ def _agentic_args(request, readable_id) -> dict:
 
 
 class AgenticSearchView(APIView):
+    throttle_scope = "search"  # AIRWEAVE_SEARCH_RATE_LIMIT applies too
     @extend_schema(request=AgenticSearchRequestSerializer, responses=SearchResponseSerializer)
     def post(self, request, readable_id):
         return Response({"results": search_agentic(**_agentic_args(request, readable_id)).results})
 
 
 class AgenticSearchStreamView(APIView):
+    throttle_scope = "search"  # AIRWEAVE_SEARCH_RATE_LIMIT applies too
     renderer_classes = [JSONRenderer, EventStreamRenderer]
 
     @extend_schema(request=AgenticSearchRequestSerializer, responses={(200, "text/event-stream"): str})
