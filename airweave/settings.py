@@ -175,6 +175,8 @@ AIRWEAVE_PARTIAL_LISTING_RATIO = env.float("AIRWEAVE_PARTIAL_LISTING_RATIO", def
 AIRWEAVE_EXACT_SCAN_MAX_CHUNKS = env.int("AIRWEAVE_EXACT_SCAN_MAX_CHUNKS", default=20000)
 # Jobs without progress for this long are failed by the sweeper.
 AIRWEAVE_STUCK_JOB_MINUTES = env.int("AIRWEAVE_STUCK_JOB_MINUTES", default=30)
+# Group nesting followed when resolving a user's groups (levels beyond direct membership).
+AIRWEAVE_ACCESS_GROUP_MAX_DEPTH = env.int("AIRWEAVE_ACCESS_GROUP_MAX_DEPTH", default=10)
 # Fernet keys for credentials at rest, newest first (comma-separated). Default: derived from SECRET_KEY.
 AIRWEAVE_FERNET_KEYS = env.list("AIRWEAVE_FERNET_KEYS", default=[])
 

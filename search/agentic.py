@@ -43,10 +43,13 @@ class AgenticResponse:
     events: list[dict]
 
 
-def search_agentic(*, collection: Collection, query: str, filter_groups: list | None = None, limit: int = 100,
-                   thinking: bool = False, principals: list[str] | None = None,
+def search_agentic(*, collection: Collection, query: str, principals: list[str] | None,
+                   filter_groups: list | None = None, limit: int = 100, thinking: bool = False,
                    stream: EventStream | None = None) -> AgenticResponse:
-    """Run the agent over `collection`. Raises SearchRequestError / FilterError on bad input."""
+    """Run the agent over `collection` for a caller with `principals` (None: organization-wide).
+
+    Raises SearchRequestError / FilterError on bad input.
+    """
     query = (query or "").strip()
     if not query:
         raise SearchRequestError("query must not be empty", ["query"])

@@ -32,7 +32,6 @@ class InstantSearchRequest:
     limit: int = 100
     offset: int = 0
     collapse_entities: bool = False
-    principals: list[str] | None = None
 
 
 @dataclass
@@ -40,8 +39,13 @@ class InstantSearchResponse:
     results: list[dict] = field(default_factory=list)
 
 
-def search_instant(*, collection: Collection, request: InstantSearchRequest) -> InstantSearchResponse:
-    """Run an instant search over `collection`. Raises SearchRequestError or search.filters.FilterError."""
+def search_instant(*, collection: Collection, request: InstantSearchRequest,
+                   principals: list[str] | None) -> InstantSearchResponse:
+    """Run an instant search over `collection` for a caller with `principals`.
+
+    `principals` comes from airweave.collections.access.principals_for (None: an
+    organization-wide caller, no access filter). Raises SearchRequestError or FilterError.
+    """
     query = (request.query or "").strip()
     if not query:
         raise SearchRequestError("query must not be empty", ["query"])
@@ -59,7 +63,7 @@ def search_instant(*, collection: Collection, request: InstantSearchRequest) -> 
         vector = get_embedder(collection.embedding_model_name).embed([query])[0]
     hits = retrieve(RetrievalQuery(
         collection_id=collection.id, dims=collection.vector_size, text=query, query_vector=vector,
-        strategy=request.retrieval_strategy, condition=condition, principals=request.principals,
+        strategy=request.retrieval_strategy, condition=condition, principals=principals,
         limit=request.limit, offset=request.offset, collapse=request.collapse_entities,
         rrf_k=int(search_defaults().get("rrf_k", 60)),
     ))

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from rest_framework import exceptions, permissions
 
+from airweave.collections.access import principals_for
 from airweave.tenancy.context import APIKeyActor, organization_for_user
 
 
@@ -20,3 +21,14 @@ class HasOrganization(permissions.BasePermission):
         if request.organization is None:
             raise exceptions.PermissionDenied("You do not belong to any organization (or not to the one asked).")
         return True
+
+
+def request_principals(request) -> list[str] | None:
+    """The principals that restrict what the caller of `request` sees (after HasOrganization).
+
+    None for an organization-wide API key; the user's principals otherwise (see
+    airweave.collections.access.principals_for). Computed once per request.
+    """
+    if not hasattr(request, "_principals"):
+        request._principals = principals_for(actor=request.user, organization=request.organization)
+    return request._principals

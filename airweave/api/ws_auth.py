@@ -1,5 +1,7 @@
 """Websocket authentication: an API key (header `X-API-Key`, `Authorization: Bearer`, or `?api_key=`)
-or the Django session. Sets `scope["organization"]` (None when the caller has none)."""
+or the Django session. Sets `scope["organization"]` (None when the caller has none) and
+`scope["principals"]`, the caller's access principals (airweave.collections.access.principals_for:
+None for an organization-wide key, the user's principals for a session user or a user-bound key)."""
 from __future__ import annotations
 
 from urllib.parse import parse_qs
@@ -7,18 +9,24 @@ from urllib.parse import parse_qs
 from channels.auth import AuthMiddlewareStack
 from channels.db import database_sync_to_async
 
-from airweave.tenancy.context import organization_for_user
+from airweave.collections.access import principals_for
+from airweave.tenancy.context import APIKeyActor, organization_for_user
 from airweave.tenancy.services import api_key_authenticate
 
 
 @database_sync_to_async
-def _organization(raw_key: str | None, user, requested_org: str | None):
+def _caller(raw_key: str | None, user, requested_org: str | None):
+    """(organization, principals) of the caller; (None, []) when it acts for no organization."""
     if raw_key:
         api_key = api_key_authenticate(raw_key)
-        return api_key.organization if api_key else None
+        if api_key is None:
+            return None, []
+        return api_key.organization, principals_for(actor=APIKeyActor(api_key), organization=api_key.organization)
     if user is not None and getattr(user, "is_authenticated", False):
-        return organization_for_user(user, requested_org)
-    return None
+        organization = organization_for_user(user, requested_org)
+        if organization is not None:
+            return organization, principals_for(actor=user, organization=organization)
+    return None, []
 
 
 class APIKeyOrSessionMiddleware:
@@ -32,7 +40,8 @@ class APIKeyOrSessionMiddleware:
         auth = headers.get("authorization", "")
         if not raw and auth.lower().startswith("bearer "):
             raw = auth[7:].strip()
-        scope["organization"] = await _organization(raw, scope.get("user"), headers.get("x-organization-id"))
+        scope["organization"], scope["principals"] = await _caller(raw, scope.get("user"),
+                                                                 headers.get("x-organization-id"))
         return await self.app(scope, receive, send)
 
 

@@ -32,7 +32,7 @@ def test_sync_and_search_with_openai_embeddings(collection, sync_folder, write_f
 
     # The test server's vectors are hashes of the exact text: the query is a chunk's own text.
     text = Chunk.objects.get(collection=collection, original_entity_id="a.md").text
-    results = search_instant(collection=collection, request=InstantSearchRequest(
+    results = search_instant(collection=collection, principals=None, request=InstantSearchRequest(
         query=text, retrieval_strategy="semantic", limit=2)).results
     assert results[0]["airweave_system_metadata"]["original_entity_id"] == "a.md"
     assert collection.vector_size == 1536

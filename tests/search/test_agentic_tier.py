@@ -51,7 +51,7 @@ def test_agent_searches_reads_collects_and_finishes(collection, openai_server):
         return step("finish", "Found it.")
 
     openai_server.json_replies["agent_step"] = respond
-    response = search_agentic(collection=collection, query="Which part does the conveyor need?", thinking=True)
+    response = search_agentic(collection=collection, principals=None, query="Which part does the conveyor need?", thinking=True)
 
     assert [r["entity_id"] for r in response.results] == ["warehouse/inventory.txt__chunk_0"]
     assert response.iterations == 4 and response.provider == "openai/gpt-4.1-mini"
@@ -67,7 +67,7 @@ def test_agent_searches_reads_collects_and_finishes(collection, openai_server):
 def test_loop_stops_at_the_iteration_cap(collection, openai_server, monkeypatch):
     monkeypatch.setattr(agentic, "search_defaults", lambda: {"agentic_max_iterations": 3})
     openai_server.json_replies["agent_step"] = lambda body: step("search", query="bread")
-    response = search_agentic(collection=collection, query="bread")
+    response = search_agentic(collection=collection, principals=None, query="bread")
     assert response.iterations == 3
     assert response.results and response.results[0]["name"] == "sourdough.md"  # the last search's results
 
@@ -78,14 +78,14 @@ def test_bad_tools_and_arguments_are_observations_not_crashes(collection, openai
         step("read", entity_id="nope.md"),
         step("finish"),
     ]
-    response = search_agentic(collection=collection, query="anything")
+    response = search_agentic(collection=collection, principals=None, query="anything")
     assert response.iterations == 3 and response.results == []
     transcript = openai_server.requests[-1].body["messages"][1]["content"]
     assert "arguments_json must be a JSON object" in transcript and "no entity 'nope.md'" in transcript
 
 
 def test_without_a_language_model_the_agent_makes_one_search_and_says_why(collection):
-    response = search_agentic(collection=collection, query="how to fix a flat tyre", thinking=True, limit=3)
+    response = search_agentic(collection=collection, principals=None, query="how to fix a flat tyre", thinking=True, limit=3)
     assert response.results[0]["name"] == "bicycle.md"
     assert response.provider is None and response.iterations == 1
     [thinking] = [e for e in response.events if e["type"] == "thinking"]
