@@ -77,11 +77,14 @@ def normalize_access(*, supports_access_control: bool, source_connection_id, vie
     return sorted(out), bool(is_public)
 
 
-def visible_q(principals: list[str] | None) -> Q:
-    """The access rule as an ORM filter on Entity or Chunk rows (everything when None)."""
+def visible_q(principals: list[str] | None, prefix: str = "") -> Q:
+    """The access rule as an ORM filter on Entity or Chunk rows (everything when None).
+
+    `prefix` reaches the rows through a relation, e.g. "entities__" from a SourceConnection.
+    """
     if principals is None:
         return Q()
-    return Q(access_is_public=True) | Q(access_viewers__overlap=list(principals))
+    return Q(**{f"{prefix}access_is_public": True}) | Q(**{f"{prefix}access_viewers__overlap": list(principals)})
 
 
 def is_visible(principals: list[str] | None, viewers: Iterable[str], is_public: bool) -> bool:
