@@ -35,3 +35,12 @@ class APIKeyAdmin(admin.ModelAdmin):
     list_filter = ["organization"]
     search_fields = ["prefix", "name"]
     readonly_fields = ["prefix", "secret_hash", "created_at", "last_used_at"]
+
+
+@admin.register(Membership)
+class MembershipAdmin(admin.ModelAdmin):
+    list_display = ["user", "organization", "role", "created_at"]
+    list_filter = ["role", "organization"]
+    search_fields = ["user__email", "organization__name"]
+    list_select_related = ["user", "organization"]
+    autocomplete_fields = ["user", "organization"]
