@@ -171,3 +171,20 @@ def test_callers(org, alice):
         user = alice
 
     assert principals_for(actor=OAuthCaller(), organization=org) == ["user:alice@example.com"]
+
+
+def test_the_search_command_searches_as_a_user(make_collection, sync_wiki, alice):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    collection = make_collection(readable_id="wiki")
+    sync_wiki(collection, {"groups": GROUPS, "pages": PAGES})
+
+    def titles(**options):
+        out = StringIO()
+        call_command("search", "wiki", "roadmap", "--org", collection.organization.name, stdout=out, **options)
+        return {title for title in ("Public page", "Alice page", "Eng page", "Unlisted page") if title in out.getvalue()}
+
+    assert titles() == {"Public page", "Alice page", "Eng page", "Unlisted page"}  # the operator sees everything
+    assert titles(as_user="Alice@example.com") == {"Public page", "Alice page", "Eng page"}
