@@ -221,23 +221,26 @@ def test_agent_tools_do_not_leak(world, vendor_server, monkeypatch):
 
     openai = vendor_server("openai")
     configure_provider(monkeypatch, "openai", openai, key="sk-test")
-    steps = [("read", {"entity_id": "p-echo"}), ("read", {"entity_id": "p-alpha"}),
-             ("get_parent", {"entity_id": "p-bravo"}), ("get_children", {"entity_id": "space:Engineering"}),
-             ("get_siblings", {"entity_id": "p-alpha"}), ("count", {"query": "quarterly roadmap"}),
-             ("collect", {"ids": ["p-echo__chunk_0", "p-alpha__chunk_0"]}), ("finish", {})]
-    openai.json_replies["agent_step"] = [{"thought": "", "tool": t, "arguments_json": json.dumps(a)} for t, a in steps]
-    monkeypatch.setattr("search.agentic.search_defaults", lambda: {"agentic_max_iterations": len(steps)})
+    probes = [("read", {"entity_id": "p-echo"}), ("read", {"entity_id": "p-alpha"}),
+              ("get_parent", {"entity_id": "p-bravo"}), ("get_children", {"entity_id": "space:Engineering"}),
+              ("get_siblings", {"entity_id": "p-alpha"}), ("count", {"query": "quarterly roadmap"}),
+              ("search", {"query": "roadmap note", "limit": 25}),
+              ("collect", {"ids": ["p-echo__chunk_0", "p-alpha__chunk_0"]})]
+    openai.tool_replies = [{"content": "", "calls": probes}, {"content": "", "calls": [("finish", {})]}]
 
     response = search_agentic(collection=world["collection"], query="quarterly roadmap",
                               principals=principals_for(actor=world["users"]["carol"], organization=world["org"]))
 
-    transcript = openai.requests[-1].body["messages"][1]["content"]
-    observations = dict(re.findall(r"Step \d+: (\w+\(.*?\))\nObservation: (.*)", transcript))
-    assert observations['read({"entity_id": "p-echo"})'] == json.dumps({"error": "no entity 'p-echo'"})
-    assert "ALPHA" in observations['read({"entity_id": "p-alpha"})']
-    assert json.loads(observations['get_parent({"entity_id": "p-bravo"})']) == {"error": "no entity 'p-bravo'"}
-    assert json.loads(observations['get_children({"entity_id": "space:Engineering"})']) == {"children": []}
-    assert json.loads(observations['get_siblings({"entity_id": "p-alpha"})']) == {"siblings": []}
-    assert json.loads(observations['count({"query": "quarterly roadmap"})']) == {"count": 2}  # ALPHA and GOLF
-    assert words_in(transcript) <= VISIBLE["carol"]
+    messages = openai.requests[-1].body["messages"]
+    observations = [json.loads(m["content"]) for m in messages if m["role"] == "tool"]
+    assert len(observations) == len(probes)
+    read_hidden, read_public, parent, children, siblings, count, search, collect = observations
+    assert read_hidden == {"error": "no entity 'p-echo'"}
+    assert "ALPHA" in read_public["text"]
+    assert parent == {"error": "no entity 'p-bravo'"}
+    assert children == {"children": []} and siblings == {"siblings": []}
+    assert count == {"count": 2}  # ALPHA and GOLF
+    assert words_in(search) == VISIBLE["carol"]
+    assert collect["unknown"] == ["p-echo__chunk_0"]
+    assert words_in(json.dumps(messages)) <= VISIBLE["carol"]
     assert [r["name"] for r in response.results] == ["Page ALPHA"]
