@@ -228,17 +228,19 @@ class SourceConnectionAdmin(admin.ModelAdmin):
 
     def get_fieldsets(self, request, obj=None):
         source_cls = self._source_cls(request, obj)
+        # View-only users get the stored values, read-only (the generated fields are form fields only).
+        editable = source_cls is not None and (obj is None or self.has_change_permission(request, obj))
         main = ["short_name", "collection", "organization", "name", "description", "status", "auth_method",
                 "is_authenticated", "oauth"] if obj else ["collection", "name", "description"]
         fieldsets = [(source_cls.name if source_cls else "Source connection", {"fields": main})]
-        if source_cls is None:
+        if not editable:
             fieldsets.append(("Configuration", {"fields": ["config"]}))
         elif source_cls.config_fields:
             fieldsets.append(("Configuration", {"fields": [CONFIG_PREFIX + f.name for f in source_cls.config_fields]}))
-        if source_cls is not None and source_cls.auth_fields:
+        if editable and source_cls.auth_fields:
             fieldsets.append(("Authentication", {"fields": [AUTH_PREFIX + f.name for f in source_cls.auth_fields],
                                                  "description": "Secrets are write-only."}))
-        fieldsets.append(("Schedule", {"fields": ["cron_schedule"]}))
+        fieldsets.append(("Schedule", {"fields": ["cron_schedule" if editable else "schedule"]}))
         if obj is not None:
             fieldsets.append(("Last error", {"fields": ["error_category", "error_message"],
                                              "classes": ["collapse"]}))
@@ -250,8 +252,13 @@ class SourceConnectionAdmin(admin.ModelAdmin):
         fields = ["short_name", "collection", "organization", "status", "auth_method", "is_authenticated", "oauth",
                   "error_category", "error_message"]
         if self._source_cls(request, obj) is None:
-            fields.append("config")
+            fields += ["config", "schedule"]
         return fields
+
+    @admin.display(description="Cron schedule")
+    def schedule(self, obj) -> str:
+        sync = getattr(obj, "sync", None)
+        return (sync.cron_schedule if sync else "") or "-"
 
     @admin.display(description="OAuth")
     def oauth(self, obj) -> str:

@@ -20,10 +20,10 @@ from django.conf import settings
 from django.utils import timezone
 
 from airweave.collections import selectors as collection_selectors
-from airweave.collections.keyword_index import keyword_stats_refresh
 from airweave.collections.access import (
     GROUP_PREFIX, MEMBERSHIP_FIELD_MAX_CHARS, USER_PREFIX, normalize_access, user_principal,
 )
+from airweave.collections.keyword_index import keyword_stats_refresh
 from airweave.collections.models import SyncCursor, SyncJob
 from airweave.collections.services import (
     ChunkRecord, EntityRecord, access_memberships_replace, entities_delete, entities_write,
@@ -287,15 +287,16 @@ class SyncPipeline:
 
 
 def _membership_problem(item) -> str | None:
-    """Why a yielded membership cannot be stored, or None when it can."""
+    """Why a yielded membership cannot be stored (one fixed reason per kind), or None when it can."""
     if not isinstance(item, AccessMembership):
-        return f"not an AccessMembership: {type(item).__name__}"
+        return "not an AccessMembership"
     if not isinstance(item.group_id, str) or not item.group_id.strip():
         return "empty group id"
-    if not isinstance(item.member, str) or not item.member.startswith((USER_PREFIX, GROUP_PREFIX)) \
-            or item.member in (USER_PREFIX, GROUP_PREFIX):
-        return f"member must be user:<email> or group:<id>, got {str(item.member)[:80]!r}"
-    if max(len(item.group_id), len(item.member)) > MEMBERSHIP_FIELD_MAX_CHARS:
+    member = item.member if isinstance(item.member, str) else ""
+    prefix = next((p for p in (USER_PREFIX, GROUP_PREFIX) if member.startswith(p)), None)
+    if prefix is None or not member[len(prefix):].strip():
+        return "member is neither user:<email> nor group:<group id>"
+    if max(len(item.group_id), len(member)) > MEMBERSHIP_FIELD_MAX_CHARS:
         return f"id longer than {MEMBERSHIP_FIELD_MAX_CHARS} characters"
     return None
 

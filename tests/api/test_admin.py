@@ -299,3 +299,26 @@ def test_memberships_are_listed_per_connection(admin_client, make_collection, tm
     assert "user:alice@example.com" in listing
     assert admin_client.get(change_url(membership)).status_code == 200
     assert Sync.objects.filter(source_connection=connection).exists()
+
+
+def test_view_only_staff_see_the_stored_config_without_secrets(db, make_collection, tmp_path):
+    from django.contrib.auth.models import Permission
+    from django.test import Client
+
+    export = tmp_path / "wiki.json"
+    export.write_text('{"pages": []}')
+    connection = source_connection_create(collection=make_collection(), short_name="acl_wiki",
+                                          config={"export_path": str(export)}, credentials={"api_token": "s3cret"},
+                                          sync_immediately=False, for_api=False)
+    viewer = User.objects.create_user("viewer@example.com", "pw-123456", is_staff=True)
+    viewer.user_permissions.add(Permission.objects.get(codename="view_sourceconnection"))
+    client = Client()
+    client.login(email="viewer@example.com", password="pw-123456")
+    page = client.get(change_url(connection))
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert str(export) in html and "s3cret" not in html and 'name="config__export_path"' not in html
+    response = client.post("/admin/collections/sourceconnection/", {"action": "run_sync",
+                                                                    "_selected_action": [str(connection.pk)]})
+    assert not SyncJob.objects.exists()  # actions need the change permission
+    assert response.status_code in (200, 302)
