@@ -2,8 +2,9 @@
 connectors/admin.py (their forms and actions need the source registry and the sync services).
 
 Entities, chunks and the index are read-only here: they are written by syncs only. Keyword
-postings (collections_keyword_posting) are not listed: one row per chunk and term, millions of
-them, with a composite primary key the admin cannot page through; KeywordStats summarises them.
+postings (KeywordPosting) are the one model not listed: Django's admin refuses models with a
+composite primary key (AdminSite.register raises), and they are one row per chunk and term,
+millions of them; KeywordStats summarises them.
 """
 from django.contrib import admin
 from django.db.models import Count
