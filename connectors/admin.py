@@ -9,6 +9,7 @@ button. Cron schedules are validated with croniter (connectors.sync.schedules.va
 """
 from __future__ import annotations
 
+import logging
 import re
 
 from django import forms
@@ -28,6 +29,7 @@ from connectors.services import SourceConnectionError, source_connection_create,
 from connectors.sync.schedules import validate_cron
 from connectors.sync.services import SyncAlreadyRunning, sync_job_cancel, sync_job_start
 
+logger = logging.getLogger(__name__)
 CONFIG_PREFIX = "config__"
 AUTH_PREFIX = "auth__"
 OAUTH_CALLBACK_PATH = "/source-connections/callback"
@@ -375,7 +377,8 @@ class SourceConnectionAdmin(admin.ModelAdmin):
             return back
         try:
             url = start_authorization(connection, request.build_absolute_uri(OAUTH_CALLBACK_PATH))
-        except (ValueError, LookupError) as exc:  # e.g. no client id configured for this source
+        except Exception as exc:  # e.g. no client id configured for this source: say so, do not crash the page
+            logger.warning("OAuth start failed for source connection %s", connection.pk, exc_info=True)
             self.message_user(request, f"OAuth cannot start: {exc}", messages.ERROR)
             return back
         return HttpResponseRedirect(url)

@@ -322,3 +322,15 @@ def test_view_only_staff_see_the_stored_config_without_secrets(db, make_collecti
                                                                     "_selected_action": [str(connection.pk)]})
     assert not SyncJob.objects.exists()  # actions need the change permission
     assert response.status_code in (200, 302)
+
+
+def test_oauth_errors_become_messages(admin_client, directory, monkeypatch):
+    def start_authorization(connection, redirect_uri):
+        raise ValueError("no OAuth client id is configured for acl_directory")
+
+    module = types.ModuleType("connectors.auth.oauth")
+    module.start_authorization = start_authorization
+    monkeypatch.setitem(sys.modules, "connectors.auth.oauth", module)
+    response = admin_client.get(f"/admin/collections/sourceconnection/{directory.pk}/oauth/")
+    assert response.status_code == 302 and response["Location"] == change_url(directory)
+    assert any("no OAuth client id" in m for m in messages_of(response))
