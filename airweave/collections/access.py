@@ -126,12 +126,13 @@ def principals_for_user(*, user, organization) -> list[str]:
     return [me, *sorted(groups)]
 
 
-def acting_user(actor):
+def access_user(actor):
     """The user whose access applies to `actor`, or None for an organization-wide API key.
 
-    `actor` is `request.user` (a User for session and OAuth callers, an APIKeyActor for API
-    keys) or a websocket scope's caller. Raises NoActingUser for anonymous or unknown callers,
-    who must see public entities only.
+    `actor` is `request.user`: a User (session), an APIKeyActor (its key's `user` when the key
+    is bound to one), or any caller object carrying `user` or, failing that, its own `email`
+    (an OAuth caller). Raises NotAUser for anonymous or unknown callers, who must see public
+    entities only. (Not to be confused with the author recorded on writes.)
     """
     api_key = getattr(actor, "api_key", None)
     if api_key is not None:
@@ -142,10 +143,10 @@ def acting_user(actor):
     if getattr(actor, "is_authenticated", False) and not getattr(actor, "is_anonymous", True) \
             and getattr(actor, "email", None):
         return actor
-    raise NoActingUser()
+    raise NotAUser()
 
 
-class NoActingUser(Exception):
+class NotAUser(Exception):
     """The caller is neither an organization-wide key nor a user."""
 
 
@@ -157,8 +158,8 @@ def principals_for(*, actor, organization) -> list[str] | None:
     caller. Every face that searches calls this once per request.
     """
     try:
-        user = acting_user(actor)
-    except NoActingUser:
+        user = access_user(actor)
+    except NotAUser:
         return []
     if user is None:
         return None

@@ -188,3 +188,12 @@ def test_the_search_command_searches_as_a_user(make_collection, sync_wiki, alice
 
     assert titles() == {"Public page", "Alice page", "Eng page", "Unlisted page"}  # the operator sees everything
     assert titles(as_user="Alice@example.com") == {"Public page", "Alice page", "Eng page"}
+
+
+def test_a_caller_known_by_its_email_is_that_user(org, alice):
+    class TokenCaller:  # e.g. an OAuth access token's caller: authenticated, with the user's e-mail
+        is_authenticated = True
+        is_anonymous = False
+        email = "Alice@Example.com"
+
+    assert principals_for(actor=TokenCaller(), organization=org) == ["user:alice@example.com"]
