@@ -195,6 +195,8 @@ AIRWEAVE_EXACT_SCAN_MAX_CHUNKS = env.int("AIRWEAVE_EXACT_SCAN_MAX_CHUNKS", defau
 # Seconds of silence after which SSE and websocket streams send a `heartbeat` event.
 AIRWEAVE_HEARTBEAT_SECONDS = env.float("AIRWEAVE_HEARTBEAT_SECONDS", default=30.0)
 AIRWEAVE_STUCK_JOB_MINUTES = env.int("AIRWEAVE_STUCK_JOB_MINUTES", default=30)
+# Group nesting followed when resolving a user's groups (levels beyond direct membership).
+AIRWEAVE_ACCESS_GROUP_MAX_DEPTH = env.int("AIRWEAVE_ACCESS_GROUP_MAX_DEPTH", default=10)
 # Fernet keys for credentials at rest, newest first (comma-separated). Default: derived from SECRET_KEY.
 AIRWEAVE_FERNET_KEYS = env.list("AIRWEAVE_FERNET_KEYS", default=[])
 

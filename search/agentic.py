@@ -38,11 +38,14 @@ class AgenticResponse:
     events: list[dict]
 
 
-def search_agentic(*, collection: Collection, query: str, filter_groups: list | None = None, limit: int = 100,
-                   thinking: bool = False, principals: list[str] | None = None,
+def search_agentic(*, collection: Collection, query: str, principals: list[str] | None,
+                   filter_groups: list | None = None, limit: int = 100, thinking: bool = False,
                    stream: EventStream | None = None) -> AgenticResponse:
-    """Run the agent over `collection`. Raises SearchRequestError / FilterError on bad input, and
-    QuotaExceeded past the organization's monthly searches (one agentic run counts one search)."""
+    """Run the agent over `collection` for a caller with `principals` (None: organization-wide).
+
+    Raises SearchRequestError / FilterError on bad input, and QuotaExceeded past the
+    organization's monthly searches (one agentic run counts one search).
+    """
     query = (query or "").strip()
     if not query:
         raise SearchRequestError("query must not be empty", ["query"])

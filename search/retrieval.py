@@ -96,13 +96,19 @@ def _fetch(leg, q: RetrievalQuery) -> list[Hit]:
         depth = min(depth * 4, MAX_DEPTH)
 
 
+def access_condition(principals: list[str] | None) -> SQLCondition:
+    """The access rule over chunks `c`: public, or sharing a principal with the caller (GIN-indexed).
+
+    None (an organization-wide caller) gives TRUE; [] gives public chunks only.
+    """
+    if principals is None:
+        return SQLCondition.true()
+    return SQLCondition("(c.access_is_public OR c.access_viewers && %s::varchar[])", (list(principals),))
+
+
 def _where(q: RetrievalQuery) -> tuple[str, list]:
-    sql = "c.collection_id = %s AND " + q.condition.sql
-    params = [q.collection_id, *q.condition.params]
-    if q.principals is not None:
-        sql += " AND (c.access_is_public OR c.access_viewers && %s::varchar[])"
-        params.append(list(q.principals))
-    return sql, params
+    condition = q.condition.and_(access_condition(q.principals))
+    return "c.collection_id = %s AND " + condition.sql, [q.collection_id, *condition.params]
 
 
 def chunk_count(collection_id) -> int:

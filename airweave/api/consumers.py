@@ -112,7 +112,8 @@ class SearchConsumer(AsyncJsonWebsocketConsumer):
         data = PipelineSearchRequestSerializer(data=content if isinstance(content, dict) else {"": content})
         if not data.is_valid():
             raise _Invalid(data.errors)
-        return search_prepare(collection=self.collection, request=PipelineRequest(**data.validated_data), principals=None)
+        return search_prepare(collection=self.collection, request=PipelineRequest(**data.validated_data),
+                              principals=self.scope["principals"])
 
 
 class _Invalid(Exception):

@@ -67,7 +67,7 @@ def exception_handler(exc, context):
     if isinstance(exc, TenancyError):
         return unprocessable(["body", exc.field] if exc.field else ["body"], str(exc))
     if isinstance(exc, (CollectionError, SourceConnectionError)):
-        return unprocessable(["body", exc.field] if exc.field else ["body"], str(exc))
+        return unprocessable(["body", *exc.field.split(".")] if exc.field else ["body"], str(exc))
     if isinstance(exc, (CollectionConflict, SyncAlreadyRunning)):
         return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
     if isinstance(exc, (ObjectDoesNotExist, Http404)):

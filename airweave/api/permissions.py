@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from rest_framework import exceptions, permissions
 
+from airweave.collections.access import principals_for
 from airweave.tenancy.context import organization_for_request
 
 
@@ -25,3 +26,14 @@ class HasOrganization(permissions.BasePermission):
             raise exceptions.PermissionDenied("You do not belong to any organization yet: create one or accept an "
                                               "invitation at /accounts/")
         return True
+
+
+def request_principals(request) -> list[str] | None:
+    """The principals that restrict what the caller of `request` sees (after HasOrganization).
+
+    None for an organization-wide API key; the user's principals otherwise (see
+    airweave.collections.access.principals_for). Computed once per request.
+    """
+    if not hasattr(request, "_principals"):
+        request._principals = principals_for(actor=request.user, organization=request.organization)
+    return request._principals

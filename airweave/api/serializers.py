@@ -190,12 +190,15 @@ class SourceConnectionJobSerializer(serializers.Serializer):
     error_details = serializers.JSONField(allow_null=True)
 
 
-def source_connection_payload(connection: SourceConnection, jobs: list[SyncJob] | None = None) -> dict:
-    """SourceConnection of API.md. `jobs` (newest first) feed the sync summary; secrets never appear."""
+def source_connection_payload(connection: SourceConnection, jobs: list[SyncJob] | None = None,
+                              principals: list[str] | None = None) -> dict:
+    """SourceConnection of API.md. `jobs` (newest first) feed the sync summary; secrets never appear.
+
+    Entity counts cover the entities `principals` may see (None: all)."""
     sync = getattr(connection, "sync", None)
     jobs = jobs or []
     last = jobs[0] if jobs else None
-    by_type = entity_counts_by_type(source_connection=connection)
+    by_type = entity_counts_by_type(source_connection=connection, principals=principals)
     return {
         "id": connection.id,
         "organization_id": connection.organization_id,

@@ -4,6 +4,7 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 from django.db.models import Count, Max, Q, QuerySet
 
+from airweave.collections.access import visible_q
 from airweave.collections.models import READABLE_ID_RE, Collection, Entity, SourceConnection, SyncJob
 from airweave.tenancy.scoping import scoped
 
@@ -47,17 +48,20 @@ def source_connection_get(*, organization, id) -> SourceConnection:
     return source_connection_qs(organization=organization).get(pk=id)
 
 
-def source_connection_list(*, organization, collection_readable_id: str | None = None, skip: int = 0, limit: int = 100) -> list[SourceConnection]:
-    """Connections with their entity counts (one query)."""
-    qs = source_connection_qs(organization=organization).annotate(entity_count=Count("entities"))
+def source_connection_list(*, organization, collection_readable_id: str | None = None, skip: int = 0, limit: int = 100,
+                           principals: list[str] | None = None) -> list[SourceConnection]:
+    """Connections with the count of their entities visible to `principals` (None: all), in one query."""
+    qs = source_connection_qs(organization=organization).annotate(
+        entity_count=Count("entities", filter=visible_q(principals, prefix="entities__")))
     if collection_readable_id:
         qs = qs.filter(collection__readable_id=collection_readable_id)
     return list(qs.order_by("created_at")[skip:skip + limit])
 
 
-def entity_counts_by_type(*, source_connection) -> dict[str, dict]:
-    """{entity_type: {"count": n, "last_updated": datetime}} for a connection (one query)."""
-    rows = (Entity.objects.filter(source_connection=source_connection).values("entity_type")
+def entity_counts_by_type(*, source_connection, principals: list[str] | None = None) -> dict[str, dict]:
+    """{entity_type: {"count": n, "last_updated": datetime}} of the entities of a connection that
+    `principals` may see (None: all), in one query."""
+    rows = (Entity.objects.filter(visible_q(principals), source_connection=source_connection).values("entity_type")
             .annotate(count=Count("id"), last_updated=Max("modified_at")))
     return {r["entity_type"]: {"count": r["count"], "last_updated": r["last_updated"]} for r in rows}
 

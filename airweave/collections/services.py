@@ -16,7 +16,7 @@ from django.conf import settings
 from django.utils.text import slugify
 
 from airweave.collections import keyword_index
-from airweave.collections.models import READABLE_ID_RE, Chunk, Collection, Entity, SourceConnection
+from airweave.collections.models import READABLE_ID_RE, AccessGroupMembership, Chunk, Collection, Entity, SourceConnection
 from airweave.providers.catalog import embedding_model, indexed_dimensions
 
 
@@ -243,3 +243,23 @@ def credentials_reencrypt(*, dry_run: bool = False, batch_size: int = 200) -> Re
                         report.reencrypted += 1
                 last_pk = rows[-1].pk
     return report
+
+
+def access_memberships_replace(*, source_connection, memberships: set[tuple[str, str]]) -> dict[str, int]:
+    """Make `memberships` ({(group_id, member)}) the connection's whole set of group memberships.
+
+    Rows no longer listed are deleted, new ones inserted, unchanged ones left alone; one
+    transaction, so searches see the old set or the new one. `member` is `user:<email>` or
+    `group:<group id>` (see airweave.collections.access). Returns {"total", "added", "removed"}.
+    """
+    with transaction.atomic():
+        current = dict(((g, m), pk) for pk, g, m in AccessGroupMembership.objects.filter(
+            source_connection=source_connection).values_list("pk", "group_id", "member"))
+        removed = [pk for key, pk in current.items() if key not in memberships]
+        added = [AccessGroupMembership(organization_id=source_connection.organization_id,
+                                       source_connection=source_connection, group_id=g, member=m)
+                 for g, m in sorted(memberships) if (g, m) not in current]
+        for start in range(0, len(removed), 1000):
+            AccessGroupMembership.objects.filter(pk__in=removed[start:start + 1000]).delete()
+        AccessGroupMembership.objects.bulk_create(added, batch_size=1000)
+    return {"total": len(memberships), "added": len(added), "removed": len(removed)}

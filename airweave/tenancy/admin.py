@@ -51,3 +51,12 @@ class UsageCounterAdmin(admin.ModelAdmin):
     list_display = ["organization", "metric", "period", "count"]
     list_filter = ["metric", "period"]
     search_fields = ["organization__name"]
+
+
+@admin.register(Membership)
+class MembershipAdmin(admin.ModelAdmin):
+    list_display = ["user", "organization", "role", "created_at"]
+    list_filter = ["role", "organization"]
+    search_fields = ["user__email", "organization__name"]
+    list_select_related = ["user", "organization"]
+    autocomplete_fields = ["user", "organization"]

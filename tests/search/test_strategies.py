@@ -76,7 +76,7 @@ def corpus(django_db_setup, django_db_blocker, tmp_path_factory):
 
 def search(corpus, query, strategy="hybrid", **kw):
     """The full instant search service (validation, query embedding, retrieval, shaping)."""
-    return search_instant(collection=corpus.collection,
+    return search_instant(collection=corpus.collection, principals=None,
                           request=InstantSearchRequest(query=query, retrieval_strategy=strategy, **kw)).results
 
 
@@ -203,7 +203,7 @@ def test_collapse_entities_keeps_one_chunk_per_entity(corpus, strategy):
 
 def test_results_of_other_collections_never_appear(corpus, make_collection):
     empty = make_collection(readable_id="empty")
-    assert search_instant(collection=empty, request=InstantSearchRequest(query="bread")).results == []
+    assert search_instant(collection=empty, principals=None, request=InstantSearchRequest(query="bread")).results == []
 
 
 @pytest.mark.parametrize("kw, loc", [
@@ -216,7 +216,7 @@ def test_results_of_other_collections_never_appear(corpus, make_collection):
 ])
 def test_service_refuses_bad_requests(corpus, kw, loc):
     with pytest.raises(SearchRequestError) as info:
-        search_instant(collection=corpus.collection, request=InstantSearchRequest(**kw))
+        search_instant(collection=corpus.collection, principals=None, request=InstantSearchRequest(**kw))
     assert info.value.loc == loc
 
 
@@ -234,10 +234,10 @@ def test_collapse_finds_every_entity_even_behind_a_very_long_one(make_collection
                          chunks=[ChunkRecord(text="A zebra appears once in this longer sentence about other things.",
                                              embedding=unit)])
     entities_write(source_connection=connection, sync_id=connection.sync.id, sync_job_id=None, records=[big, small])
-    plain = search_instant(collection=collection, request=InstantSearchRequest(
+    plain = search_instant(collection=collection, principals=None, request=InstantSearchRequest(
         query="zebra", retrieval_strategy="keyword", limit=1000)).results
     assert set(originals(plain)) == {"big.md", "small.txt"}
-    results = search_instant(collection=collection, request=InstantSearchRequest(
+    results = search_instant(collection=collection, principals=None, request=InstantSearchRequest(
         query="zebra", retrieval_strategy="keyword", limit=10, collapse_entities=True)).results
     assert originals(results) == ["big.md", "small.txt"]
 
