@@ -178,6 +178,20 @@ AIRWEAVE_STUCK_JOB_MINUTES = env.int("AIRWEAVE_STUCK_JOB_MINUTES", default=30)
 # Fernet keys for credentials at rest, newest first (comma-separated). Default: derived from SECRET_KEY.
 AIRWEAVE_FERNET_KEYS = env.list("AIRWEAVE_FERNET_KEYS", default=[])
 
+# --- SaaS connectors: HTTP client, SSRF guard, rate limits, OAuth providers (docs/connectors.md) ---
+AIRWEAVE_HTTP_CONNECT_TIMEOUT = env.float("AIRWEAVE_HTTP_CONNECT_TIMEOUT", default=10.0)
+AIRWEAVE_HTTP_READ_TIMEOUT = env.float("AIRWEAVE_HTTP_READ_TIMEOUT", default=60.0)
+AIRWEAVE_HTTP_MAX_ATTEMPTS = env.int("AIRWEAVE_HTTP_MAX_ATTEMPTS", default=5)
+# A server asking to wait longer than this (Retry-After) fails the request with "rate_limited".
+AIRWEAVE_HTTP_MAX_RETRY_AFTER_SECONDS = env.float("AIRWEAVE_HTTP_MAX_RETRY_AFTER_SECONDS", default=300.0)
+# The SSRF guard refuses private, loopback, link-local and reserved addresses unless allowed here.
+AIRWEAVE_ALLOW_PRIVATE_HOSTS = env.bool("AIRWEAVE_ALLOW_PRIVATE_HOSTS", default=False)
+AIRWEAVE_ALLOWED_PRIVATE_NETWORKS = env.list("AIRWEAVE_ALLOWED_PRIVATE_NETWORKS", default=[])
+# Where source rate-limit windows live (a `limits` storage URL); default REDIS_URL, else in-process.
+AIRWEAVE_RATE_LIMIT_STORAGE_URL = env("AIRWEAVE_RATE_LIMIT_STORAGE_URL", default="")
+# The deployment's OAuth providers (endpoints, scopes, client env vars); default connectors/auth/oauth_providers.yml.
+AIRWEAVE_OAUTH_PROVIDERS_FILE = env("AIRWEAVE_OAUTH_PROVIDERS_FILE", default="")
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from django.db import transaction
+from django.utils import timezone
 
 from airweave.collections.models import Collection, SourceConnection, Sync
 from airweave.crypto import encrypt_json
@@ -84,6 +85,26 @@ def source_connection_update(*, source_connection: SourceConnection, name: str |
             sync.save()
             sync_schedule_apply(sync)
     return source_connection
+
+
+def source_connection_credentials_save(*, source_connection_id, credentials: dict) -> None:
+    """Persist `credentials` (encrypted) on a connection, e.g. a refreshed or rotated OAuth token.
+
+    Called by connectors.auth.store inside its row lock when a token is refreshed.
+    """
+    SourceConnection.objects.filter(pk=source_connection_id).update(
+        encrypted_credentials=encrypt_json(credentials), modified_at=timezone.now())
+
+
+def source_connection_mark_needs_reauth(*, source_connection_id, category: str, message: str) -> None:
+    """Mark a connection `needs_reauth` (not authenticated) with `error_category` and a message.
+
+    `category` is one of connectors.base.AUTH_ERROR_CATEGORIES. The next successful
+    authentication (connectors.auth.oauth) sets the connection back to active.
+    """
+    SourceConnection.objects.filter(pk=source_connection_id).update(
+        status=SourceConnection.Status.NEEDS_REAUTH, is_authenticated=False, error_category=category[:64],
+        error_message=message[:2000], modified_at=timezone.now())
 
 
 def _valid_cron(expression: str) -> str:

@@ -18,13 +18,12 @@ from airweave.collections import selectors as collection_selectors
 from airweave.collections.keyword_index import keyword_stats_refresh
 from airweave.collections.models import SyncCursor, SyncJob
 from airweave.collections.services import ChunkRecord, EntityRecord, entities_delete, entities_write
-from airweave.crypto import decrypt_json
 from airweave.events import make_event, publish_to_group, sync_job_group
 from airweave.providers.embeddings import ProviderUnavailable, get_embedder
 from airweave.providers.errors import ProviderError
 from connectors.base import BaseEntity, FileEntity, SkipEntity, SourceError
 from connectors.converters import convert_file
-from connectors.registry import get_source
+from connectors.registry import source_for_connection
 from connectors.sync.chunking import chunk_text
 from connectors.sync.jobs import S, sync_job_transition
 
@@ -125,8 +124,13 @@ class SyncPipeline:
         return job
 
     def _sync(self) -> None:
-        source_cls = get_source(self.connection.short_name)
-        source = source_cls(self.connection.config, decrypt_json(self.connection.encrypted_credentials))
+        source = source_for_connection(self.connection)
+        try:
+            self._sync_source(source)
+        finally:
+            source.close()
+
+    def _sync_source(self, source) -> None:
         cursor_row = SyncCursor.objects.filter(sync_id=self.job.sync_id).first()
         cursor = {} if self.job.force_full_sync or cursor_row is None else cursor_row.data
         known = collection_selectors.entity_hashes(source_connection=self.connection)
@@ -160,6 +164,10 @@ class SyncPipeline:
 
         if source.is_full_listing():
             self._delete_missing(known, seen)
+        reported = [entity_id for entity_id in dict.fromkeys(source.deleted_entity_ids())
+                    if entity_id in known and entity_id not in seen]
+        if reported:
+            self.counters.deleted += entities_delete(source_connection=self.connection, entity_ids=reported)
         keyword_stats_refresh(self.collection.id)
         self._checkpoint()
         SyncCursor.objects.update_or_create(sync_id=self.job.sync_id, defaults={"data": source.next_cursor()})

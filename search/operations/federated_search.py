@@ -4,8 +4,7 @@ from __future__ import annotations
 import logging
 
 from airweave.collections.models import SourceConnection
-from airweave.crypto import decrypt_json
-from connectors.registry import get_source
+from connectors.registry import get_source, source_for_connection
 from search.operations.base import Context, OperationSkipped, SearchOperation
 from search.state import Candidate, SearchState
 
@@ -25,12 +24,14 @@ class FederatedSearch(SearchOperation):
             raise OperationSkipped("no federated sources in this collection")
         lists, failures = [], {}
         for connection in connections:
-            source = get_source(connection.short_name)(connection.config, decrypt_json(connection.encrypted_credentials))
+            source = source_for_connection(connection)
             try:
                 lists.append(source.search(state.query, limit=state.offset + state.limit))
             except Exception as exc:  # a failing federated source gives partial results, not a failed search
                 logger.warning("federated search of %s failed", connection.short_name, exc_info=True)
                 failures[connection.short_name] = str(exc)
+            finally:
+                source.close()
         k = state.rrf_k
         scores: dict[str, float] = {}
         for rank, cand in enumerate(state.candidates, start=1):
