@@ -191,6 +191,10 @@ AIRWEAVE_ALLOWED_PRIVATE_NETWORKS = env.list("AIRWEAVE_ALLOWED_PRIVATE_NETWORKS"
 AIRWEAVE_RATE_LIMIT_STORAGE_URL = env("AIRWEAVE_RATE_LIMIT_STORAGE_URL", default="")
 # The deployment's OAuth providers (endpoints, scopes, client env vars); default connectors/auth/oauth_providers.yml.
 AIRWEAVE_OAUTH_PROVIDERS_FILE = env("AIRWEAVE_OAUTH_PROVIDERS_FILE", default="")
+# The public base URL of this server: OAuth callbacks and authorization links are built on it.
+AIRWEAVE_PUBLIC_URL = env("AIRWEAVE_PUBLIC_URL", default="http://127.0.0.1:8000")
+# How long an OAuth authorization link and its flow stay valid.
+AIRWEAVE_OAUTH_FLOW_MINUTES = env.int("AIRWEAVE_OAUTH_FLOW_MINUTES", default=30)
 
 LOGGING = {
     "version": 1,

@@ -60,7 +60,8 @@ def source_for_connection(connection) -> BaseSource:
     from connectors.auth.store import ConnectionCredentialStore
     from connectors.base import SourceContext
 
-    source = get_source(connection.short_name)(connection.config, decrypt_json(connection.encrypted_credentials))
+    credentials = {k: v for k, v in decrypt_json(connection.encrypted_credentials).items() if not k.startswith("_")}
+    source = get_source(connection.short_name)(connection.config, credentials)
     source.context = SourceContext(organization_id=connection.organization_id, source_connection_id=connection.id,
                                    credential_store=ConnectionCredentialStore(connection.id))
     return source
