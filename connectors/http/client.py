@@ -111,15 +111,21 @@ class HttpClient:
 
         `kwargs` are requests' (params, json, data, headers, stream, allow_redirects, ...).
         `idempotent` (default: by method) allows retrying 5xx and network failures of a POST.
-        Raises HttpError (status ≥ 400 once retries are done, unless raise_for_status=False),
-        RateLimited, NetworkError, AuthFailure, BlockedAddress (connectors.http.errors).
+        Raises HttpError (status ≥ 400 once retries are done; with raise_for_status=False the last
+        response is returned instead), RateLimited, NetworkError, AuthFailure, BlockedAddress
+        (connectors.http.errors).
         """
         method = method.upper()
         url = self.url(url)
         idempotent = method in IDEMPOTENT_METHODS if idempotent is None else idempotent
         refreshed = False
         while True:
-            response = self._send_with_retries(method, url, idempotent, timeout or self.timeout, kwargs)
+            try:
+                response = self._send_with_retries(method, url, idempotent, timeout or self.timeout, kwargs)
+            except HttpError as exc:
+                if raise_for_status or exc.response is None:
+                    raise
+                return exc.response  # the caller reads the status itself, retries spent
             if response.status_code != 401:
                 break
             if not refreshed and self._refresh_after_401():

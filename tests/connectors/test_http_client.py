@@ -223,3 +223,9 @@ def test_offset_pages_stop_on_a_short_page():
     data = list(range(7))
     assert list(offset_pages(lambda offset, limit: data[offset:offset + limit], page_size=3)) == [[0, 1, 2], [3, 4, 5], [6]]
     assert list(offset_pages(lambda offset, limit: data[offset:offset + limit], page_size=7)) == [data]
+
+
+def test_raise_for_status_false_returns_the_last_answer_once_retries_are_spent(rsps, make_client):
+    rsps.add("GET", f"{API}/robots.txt", status=503, body="down")
+    response = make_client(max_attempts=2).get("/robots.txt", raise_for_status=False)
+    assert response.status_code == 503 and response.text == "down" and len(rsps.calls) == 2
