@@ -238,6 +238,10 @@ class BaseSource:
             self._http.close()
             self._http = None
 
+    def http_headers(self) -> dict:
+        """Headers sent with every request of `self.http` (e.g. an API version or media type)."""
+        return {}
+
     def http_auth(self):
         """The auth of `self.http` (a connectors.auth.tokens.Auth); override for API keys.
 

@@ -23,5 +23,5 @@ def client_for_source(source) -> HttpClient:
             source_connection_id=context.source_connection_id))
     store = context.credential_store
     on_auth_failure = (lambda exc: store.mark_needs_reauth(exc.category, str(exc))) if store is not None else None
-    return HttpClient(base_url=source.base_url or "", auth=source.http_auth(), rate_limiter=limiter,
-                      on_auth_failure=on_auth_failure)
+    return HttpClient(base_url=source.base_url or "", auth=source.http_auth(), headers=source.http_headers(),
+                      rate_limiter=limiter, on_auth_failure=on_auth_failure)

@@ -134,10 +134,12 @@ class WebsiteSource(BaseSource):
         super().__init__(config, credentials)
         self._partial = False
 
+    def http_headers(self) -> dict:
+        return {"User-Agent": USER_AGENT}
+
     # --- the crawl ----------------------------------------------------------------------------
 
     def generate_entities(self, cursor: dict) -> Iterator[WebPageEntity]:
-        self.http.session.headers["User-Agent"] = USER_AGENT
         start = self.config["start_url"]
         self._site = _site(urlsplit(start).hostname)
         robots = self._robots(start) if self.config.get("respect_robots_txt", True) else None
