@@ -24,7 +24,7 @@ from connectors.base import SkipEntity
 from connectors.converters import csv, docx, html, markdown, pdf, pptx, text, xlsx
 from connectors.converters._common import Document, clean_text, decode_text, short_error
 
-__all__ = ["Document", "convert_file", "read_front_matter", "SUPPORTED_EXTENSIONS"]
+__all__ = ["Document", "convert_file", "convert_bytes", "read_front_matter", "SUPPORTED_EXTENSIONS"]
 
 _CONVERTERS = {ext: module for module in (markdown, text, html, pdf, docx, pptx, xlsx, csv)
                for ext in module.EXTENSIONS}
@@ -59,7 +59,21 @@ def convert_file(path: Path, *, max_bytes: int) -> Document:
         raise SkipEntity(f"unreadable: {exc.strerror or short_error(exc)}") from exc
     if len(data) > max_bytes:
         raise SkipEntity(f"file too large: {len(data)}+ bytes > limit {max_bytes} bytes")
+    return convert_bytes(data, path, max_bytes=max_bytes)
 
+
+def convert_bytes(data: bytes, path: Path, *, max_bytes: int) -> Document:
+    """Convert `data`, the content of a file named `path` (its extension picks the converter), e.g. a
+    downloaded web page as `Path("page.html")`. Raises SkipEntity(reason) on any failure."""
+    path = Path(path)
+    extension = path.suffix.lower()
+    converter = _CONVERTERS.get(extension)
+    if converter is None:
+        raise SkipEntity(f"unsupported file type: {extension or path.name}")
+    if not data:
+        raise SkipEntity("empty: no text extracted")
+    if len(data) > max_bytes:
+        raise SkipEntity(f"file too large: {len(data)}+ bytes > limit {max_bytes} bytes")
     try:
         document = converter.convert(data, path, max_bytes)
     except SkipEntity:

@@ -28,14 +28,13 @@ from airweave.collections.models import SyncCursor, SyncJob
 from airweave.collections.services import (
     ChunkRecord, EntityRecord, access_memberships_replace, entities_delete, entities_write,
 )
-from airweave.crypto import decrypt_json
 from airweave.events import make_event, publish_to_group, sync_job_group
 from airweave.providers.embeddings import ProviderUnavailable, get_embedder
 from airweave.providers.errors import ProviderError
 from airweave.tenancy.quotas import ENTITIES, quota_remaining
 from connectors.base import AccessMembership, BaseEntity, FileEntity, SkipEntity, SourceError
 from connectors.converters import convert_file
-from connectors.registry import get_source
+from connectors.registry import source_for_connection
 from connectors.sync.chunking import chunk_text
 from connectors.sync.jobs import S, sync_job_transition
 
@@ -144,9 +143,14 @@ class SyncPipeline:
         return job
 
     def _sync(self) -> None:
-        source_cls = get_source(self.connection.short_name)
-        source = source_cls(self.connection.config, decrypt_json(self.connection.encrypted_credentials))
-        self.supports_access_control = bool(source_cls.supports_access_control)
+        source = source_for_connection(self.connection)
+        try:
+            self._sync_source(source)
+        finally:
+            source.close()
+
+    def _sync_source(self, source) -> None:
+        self.supports_access_control = bool(type(source).supports_access_control)
         if self.supports_access_control:
             self._sync_memberships(source)
         cursor_row = SyncCursor.objects.filter(sync_id=self.job.sync_id).first()
@@ -195,6 +199,10 @@ class SyncPipeline:
 
         if source.is_full_listing():
             self._delete_missing(known, seen)
+        reported = [entity_id for entity_id in dict.fromkeys(source.deleted_entity_ids())
+                    if entity_id in known and entity_id not in seen]
+        if reported:
+            self.counters.deleted += entities_delete(source_connection=self.connection, entity_ids=reported)
         keyword_stats_refresh(self.collection.id)
         self._checkpoint()
         SyncCursor.objects.update_or_create(sync_id=self.job.sync_id, defaults={"data": source.next_cursor()})
