@@ -41,6 +41,7 @@ INSTALLED_APPS = [
     "airweave.collections",
     "connectors",
     "search",
+    "airweave.mcp",
 ]
 
 MIDDLEWARE = [
@@ -177,6 +178,20 @@ AIRWEAVE_EXACT_SCAN_MAX_CHUNKS = env.int("AIRWEAVE_EXACT_SCAN_MAX_CHUNKS", defau
 AIRWEAVE_STUCK_JOB_MINUTES = env.int("AIRWEAVE_STUCK_JOB_MINUTES", default=30)
 # Fernet keys for credentials at rest, newest first (comma-separated). Default: derived from SECRET_KEY.
 AIRWEAVE_FERNET_KEYS = env.list("AIRWEAVE_FERNET_KEYS", default=[])
+
+# --- OAuth 2.1 authorization server and the MCP endpoint (README: MCP) ---
+# The consent page sends users who are not logged in here (the admin login until accounts exist).
+LOGIN_URL = env("LOGIN_URL", default="/admin/login/")
+# Public base URL (issuer and resource identifiers); default: scheme and host of each request.
+AIRWEAVE_PUBLIC_URL = env("AIRWEAVE_PUBLIC_URL", default="")
+AIRWEAVE_OAUTH_ACCESS_TOKEN_SECONDS = env.int("AIRWEAVE_OAUTH_ACCESS_TOKEN_SECONDS", default=3600)
+AIRWEAVE_OAUTH_REFRESH_TOKEN_DAYS = env.int("AIRWEAVE_OAUTH_REFRESH_TOKEN_DAYS", default=30)
+# A client registration expires this long after the last token issued to it.
+AIRWEAVE_OAUTH_CLIENT_IDLE_DAYS = env.int("AIRWEAVE_OAUTH_CLIENT_IDLE_DAYS", default=30)
+# DNS-rebinding protection of /mcp: Host and Origin values allowed ("host:*" allows any port).
+# Default: every ALLOWED_HOSTS entry on any port, over http and https.
+AIRWEAVE_MCP_ALLOWED_HOSTS = env.list("AIRWEAVE_MCP_ALLOWED_HOSTS", default=[])
+AIRWEAVE_MCP_ALLOWED_ORIGINS = env.list("AIRWEAVE_MCP_ALLOWED_ORIGINS", default=[])
 
 LOGGING = {
     "version": 1,

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from rest_framework import exceptions, permissions
 
-from airweave.tenancy.context import APIKeyActor, organization_for_user
+from airweave.tenancy.context import APIKeyActor, OAuthActor, organization_for_user
 
 
 class HasOrganization(permissions.BasePermission):
@@ -13,7 +13,7 @@ class HasOrganization(permissions.BasePermission):
         user = request.user
         if user is None or not getattr(user, "is_authenticated", False):
             raise exceptions.NotAuthenticated("Missing credentials: send an X-API-Key header.")
-        if isinstance(user, APIKeyActor):
+        if isinstance(user, (APIKeyActor, OAuthActor)):
             request.organization = user.organization
         else:
             request.organization = organization_for_user(user, request.headers.get("X-Organization-ID"))

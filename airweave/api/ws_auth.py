@@ -1,5 +1,5 @@
-"""Websocket authentication: an API key (header `X-API-Key`, `Authorization: Bearer`, or `?api_key=`)
-or the Django session. Sets `scope["organization"]` (None when the caller has none)."""
+"""Websocket authentication: an API key (header `X-API-Key`, `Authorization: Bearer`, or `?api_key=`),
+an OAuth access token issued by this server (`Authorization: Bearer`), or the Django session. Sets `scope["organization"]` (None when the caller has none)."""
 from __future__ import annotations
 
 from urllib.parse import parse_qs
@@ -7,15 +7,14 @@ from urllib.parse import parse_qs
 from channels.auth import AuthMiddlewareStack
 from channels.db import database_sync_to_async
 
-from airweave.tenancy.context import organization_for_user
-from airweave.tenancy.services import api_key_authenticate
+from airweave.tenancy.context import actor_for_credential, organization_for_user
 
 
 @database_sync_to_async
 def _organization(raw_key: str | None, user, requested_org: str | None):
     if raw_key:
-        api_key = api_key_authenticate(raw_key)
-        return api_key.organization if api_key else None
+        actor = actor_for_credential(raw_key)
+        return actor.organization if actor else None
     if user is not None and getattr(user, "is_authenticated", False):
         return organization_for_user(user, requested_org)
     return None

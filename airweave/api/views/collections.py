@@ -62,6 +62,4 @@ class CollectionDetailView(APIView):
 def _user(request):
     """The acting user for created_by/modified_by (None for an org-wide API key without owner)."""
     user = request.user
-    if getattr(user, "api_key", None) is not None:
-        return user.api_key.created_by
-    return user
+    return getattr(user, "acting_user", user)
