@@ -18,7 +18,7 @@ from authlib.oauth2.rfc6749 import OAuth2Error, grants
 from authlib.oauth2.rfc6749.errors import InvalidRequestError
 from authlib.oauth2.rfc6750 import BearerTokenGenerator
 from authlib.oauth2.rfc7009 import RevocationEndpoint as BaseRevocationEndpoint
-from authlib.oauth2.rfc7591 import ClientRegistrationEndpoint
+from authlib.oauth2.rfc7591 import ClientMetadataClaims, ClientRegistrationEndpoint
 from authlib.oauth2.rfc7591.errors import InvalidClientMetadataError, InvalidRedirectURIError
 from authlib.oauth2.rfc7636 import CodeChallenge
 
@@ -161,8 +161,16 @@ def redirect_uri_problem(uri) -> str | None:
     return None  # a private-use scheme of a native app, e.g. cursor:// or com.example.app:/cb
 
 
+class RedirectCheckedClaims(ClientMetadataClaims):
+    def validate_redirect_uris(self):
+        """Checked before, by RegistrationEndpoint (authlib's check refuses RFC 8252 private-use URIs)."""
+
+
 class RegistrationEndpoint(ClientRegistrationEndpoint):
     """Open dynamic client registration (RFC 7591 §3: no initial access token)."""
+
+    def __init__(self, server=None, claims_classes=None):
+        super().__init__(server, claims_classes or [RedirectCheckedClaims])
 
     def authenticate_token(self, request):
         return True

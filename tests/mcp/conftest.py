@@ -8,6 +8,8 @@ import sys
 import tempfile
 import time
 
+import anyio
+
 import pytest
 from django.conf import settings
 
@@ -48,18 +50,21 @@ def subprocess_env(**extra) -> dict:
     """The environment of a server or command started by a test: the test database, no provider key."""
     env = {k: v for k, v in os.environ.items() if k not in provider_env_names()}
     env.update(DJANGO_SETTINGS_MODULE="airweave.settings", AIRWEAVE_WARM_UP="0",
-               AIRWEAVE_DATABASE_NAME=settings.DATABASES["default"]["NAME"], **extra)
+               AIRWEAVE_DATABASE_NAME=settings.DATABASES["default"]["NAME"])
+    env.update(extra)
     env.pop("REDIS_URL", None)
     return env
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def live_server_url(django_db_setup, django_db_blocker):
-    """A daphne server of the whole ASGI application on the test database: its base URL."""
+    """A daphne server of the whole ASGI application on the test database (one for the session): its base URL."""
     port = free_port()
     log = tempfile.TemporaryFile()  # not a pipe: an unread pipe could fill up and block the server
+    # AIRWEAVE_WARM_UP: the server loads the embedding model while the first test syncs its collection.
     process = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-                                "airweave.asgi:application"], cwd=settings.BASE_DIR, env=subprocess_env(),
+                                "airweave.asgi:application"], cwd=settings.BASE_DIR,
+                               env=subprocess_env(AIRWEAVE_WARM_UP="1"),
                                stdout=subprocess.DEVNULL, stderr=log)
     deadline = time.monotonic() + 60
     while True:
@@ -74,8 +79,17 @@ def live_server_url(django_db_setup, django_db_blocker):
             time.sleep(0.2)
     yield f"http://127.0.0.1:{port}"
     process.terminate()
-    process.wait(10)
+    try:
+        process.wait(5)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(5)
     log.seek(0)
     errors = log.read().decode()
     log.close()
     assert "Traceback" not in errors, errors[-3000:]
+
+
+def run_async(calls):
+    """Run the coroutine function `calls()` to completion from a synchronous test; its result."""
+    return anyio.run(calls)
