@@ -203,5 +203,7 @@ LOGGING = {
         "httpx": {"level": "WARNING"},
         # Publishing to a job nobody watches is normal; channels_postgres warns about it each time.
         "channels_postgres": {"level": "ERROR"},
+        # The MCP SDK logs each stateless request's session manager start and stop at INFO.
+        "mcp": {"level": "WARNING"},
     },
 }

@@ -97,7 +97,10 @@ async def mcp_app(scope, receive, send) -> None:
         if backend is None:
             return await _unauthorized(scope, send, headers, "Invalid, expired or revoked API key or access token.",
                                        invalid=True)
-        server = build_server(backend=backend, collection=_collection(scope, headers), transport="streamable-http")
+        try:
+            server = build_server(backend=backend, collection=_collection(scope, headers), transport="streamable-http")
+        except ValueError as exc:
+            return await _send_json(send, 400, {"detail": f"{COLLECTION_HEADER}: {exc}"})
         app = server.streamable_http_app(streamable_http_path=MCP_PATH, stateless_http=True, json_response=True,
                                          transport_security=transport_security())
         # The SDK starts its session manager from an ASGI lifespan, which daphne does not send:

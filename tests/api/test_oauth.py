@@ -383,3 +383,16 @@ def test_an_expired_registration_can_neither_authorize_nor_refresh(anon, browser
 def test_plain_http_off_loopback_answers_a_clear_error(db):
     response = Client().post("/oauth/token", {"grant_type": "authorization_code"})  # Host: testserver, http
     assert response.status_code == 400 and response.json()["error"] == "insecure_transport"
+
+
+def test_the_admin_lists_clients_and_tokens_and_revokes_grants(anon, tokens):
+    User.objects.create_superuser("ops@example.com", "pw-123456")
+    admin = Client(HTTP_HOST=HOST)
+    admin.login(email="ops@example.com", password="pw-123456")
+    assert admin.get("/admin/tenancy/oauthclient/").status_code == 200
+    page = admin.get("/admin/tenancy/oauthtoken/")
+    assert page.status_code == 200 and tokens["access_token"] not in page.content.decode()
+    row = OAuthToken.objects.get()
+    response = admin.post("/admin/tenancy/oauthtoken/", {"action": "revoke", "_selected_action": [str(row.pk)]})
+    assert response.status_code == 302
+    assert api(anon, tokens["access_token"]).status_code == 401

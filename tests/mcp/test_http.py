@@ -110,3 +110,9 @@ def test_a_key_of_another_organization_never_reaches_the_collection(handbook, li
     text = result.content[0].text
     assert result.is_error and "Collection 'handbook' was not found" in text
     assert "- intruder-notes (Intruder notes)" in text and "Staff handbook" not in text
+
+
+def test_a_malformed_collection_header_answers_400(handbook, live_server_url):
+    response = raw_post(f"{live_server_url}/mcp", {"X-API-Key": handbook["key"],
+                                                   "X-Collection-Readable-ID": "Not A Readable Id!"})
+    assert response.status_code == 400 and "X-Collection-Readable-ID" in response.json()["detail"]

@@ -37,5 +37,8 @@ class Command(BaseCommand):
             if actor is None:
                 raise CommandError("AIRWEAVE_API_KEY is not a valid, unexpired API key of this installation.")
             backend = InProcessBackend(organization=actor.organization, user_email=actor.email)
-        server = build_server(backend=backend, collection=collection.strip() or None, transport="stdio")
+        try:
+            server = build_server(backend=backend, collection=collection.strip() or None, transport="stdio")
+        except ValueError as exc:
+            raise CommandError(f"AIRWEAVE_COLLECTION: {exc}") from None
         anyio.run(server.run_stdio_async)
