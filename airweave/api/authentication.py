@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from rest_framework import authentication, exceptions
 
+from airweave.oauth.metadata import protected_resource_metadata_url, public_base_url
 from airweave.tenancy.context import actor_for_credential, credential_from_headers
 
 
@@ -20,4 +21,6 @@ class APIKeyAuthentication(authentication.BaseAuthentication):
         return actor, getattr(actor, "api_key", None) or actor.token
 
     def authenticate_header(self, request):
-        return 'APIKey realm="api", Bearer'
+        """The 401 challenge; its `resource_metadata` lets OAuth clients find the authorization server."""
+        metadata = protected_resource_metadata_url(public_base_url(request.scheme, request.get_host()))
+        return f'APIKey realm="api", Bearer resource_metadata="{metadata}"'

@@ -24,7 +24,7 @@ from starlette.datastructures import Headers
 
 from airweave.mcp.backends import InProcessBackend
 from airweave.mcp.tools import build_server
-from airweave.oauth.views import MCP_PATH, protected_resource_metadata_url, public_base_url
+from airweave.oauth.metadata import MCP_PATH, protected_resource_metadata_url, public_base_url
 from airweave.tenancy.context import OAuthActor, actor_for_credential, credential_from_headers
 
 COLLECTION_HEADER = "X-Collection-Readable-ID"

@@ -11,7 +11,6 @@ from urllib.parse import urlsplit
 
 from authlib.oauth2.rfc6749 import OAuth2Error
 from authlib.oauth2.rfc6749.errors import InsecureTransportError
-from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
@@ -20,22 +19,11 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
 from airweave.collections.selectors import collection_count, collection_list
+from airweave.oauth.metadata import MCP_PATH, public_base_url
 from airweave.oauth.server import CLIENT_AUTH_METHODS, GRANT_TYPES, ResourceOwner, server
 from airweave.tenancy.context import organizations_of_user
 
-MCP_PATH = "/mcp"
 CONSENT_COLLECTIONS = 25
-
-
-def public_base_url(scheme: str, host: str) -> str:
-    """The server's public base URL (issuer and resource identifiers): AIRWEAVE_PUBLIC_URL when set,
-    else `scheme://host` of the request."""
-    return (settings.AIRWEAVE_PUBLIC_URL or f"{scheme}://{host}").rstrip("/")
-
-
-def protected_resource_metadata_url(base: str, resource_path: str = "") -> str:
-    """Where RFC 9728 metadata of the resource at `base + resource_path` lives."""
-    return f"{base}/.well-known/oauth-protected-resource{resource_path}"
 
 
 def _base(request) -> str:

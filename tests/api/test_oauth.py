@@ -396,3 +396,9 @@ def test_the_admin_lists_clients_and_tokens_and_revokes_grants(anon, tokens):
     response = admin.post("/admin/tenancy/oauthtoken/", {"action": "revoke", "_selected_action": [str(row.pk)]})
     assert response.status_code == 302
     assert api(anon, tokens["access_token"]).status_code == 401
+
+
+def test_a_rest_401_points_oauth_clients_at_the_resource_metadata(anon):
+    response = anon.get("/collections")
+    assert response.status_code == 401
+    assert f'resource_metadata="{BASE}/.well-known/oauth-protected-resource"' in response["WWW-Authenticate"]
