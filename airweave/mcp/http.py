@@ -19,8 +19,9 @@ from urllib.parse import parse_qs
 from asgiref.sync import ThreadSensitiveContext
 from channels.db import database_sync_to_async
 from django.conf import settings
-from mcp.server.transport_security import TransportSecuritySettings
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from starlette.datastructures import Headers
+from starlette.requests import Request
 
 from airweave.mcp.backends import InProcessBackend
 from airweave.mcp.tools import build_server
@@ -86,6 +87,11 @@ def _backend_for(raw: str) -> InProcessBackend | None:
 
 async def mcp_app(scope, receive, send) -> None:
     """ASGI application of `/mcp` (HTTP only; asgi.py routes it)."""
+    security = transport_security()
+    # Host and Origin first, so that nothing (not even a 401 naming a URL) answers a rebound request.
+    refused = await TransportSecurityMiddleware(security).validate_request(Request(scope, receive), is_post=False)
+    if refused is not None:
+        return await refused(scope, receive, send)
     headers = Headers(scope=scope)
     raw = credential_from_headers(headers)
     if not raw:
@@ -102,7 +108,7 @@ async def mcp_app(scope, receive, send) -> None:
         except ValueError as exc:
             return await _send_json(send, 400, {"detail": f"{COLLECTION_HEADER}: {exc}"})
         app = server.streamable_http_app(streamable_http_path=MCP_PATH, stateless_http=True, json_response=True,
-                                         transport_security=transport_security())
+                                         transport_security=security)
         # The SDK starts its session manager from an ASGI lifespan, which daphne does not send:
         # start it here, once per request (stateless mode keeps nothing between requests).
         async with server.session_manager.run():

@@ -99,6 +99,7 @@ def test_dns_rebinding_protection(handbook, live_server_url):
     assert raw_post(f"{live_server_url}/mcp", {**key, "Host": "evil.example"}).status_code == 421
     assert raw_post(f"{live_server_url}/mcp", {**key, "Origin": "http://evil.example"}).status_code == 403
     assert raw_post(f"{live_server_url}/mcp", {**key, "Origin": "http://localhost:6274"}).status_code == 200
+    assert raw_post(f"{live_server_url}/mcp", {"Host": "evil.example"}).status_code == 421  # before authentication
 
 
 def test_a_key_of_another_organization_never_reaches_the_collection(handbook, live_server_url):

@@ -112,10 +112,20 @@ def test_the_whole_oauth_journey(handbook, user, live_server_url):
     provider = oauth_provider(url, storage, browser)
     headers = {"X-Collection-Readable-ID": "handbook"}
 
-    # discover → register → authorize as the logged-in user → exchange the code → call the tool
-    tools, result = over_http(url, search_leave, headers=headers, auth=provider)
-    assert {t.name for t in tools.tools} == {"search-handbook", "get-config"}
+    # given only the URL: discover → register → authorize as the logged-in user → exchange the
+    # code → list the tools → learn the collections → search one
+    async def url_only(client):
+        tools = await client.list_tools()
+        unchosen = await client.call_tool("search", {"query": "request annual leave"})
+        chosen = await client.call_tool("search", {"query": "request annual leave", "collection": "handbook",
+                                                   "tier": "instant", "limit": 2})
+        return tools, unchosen, chosen
+
+    tools, unchosen, result = over_http(url, url_only, auth=provider)
+    assert {t.name for t in tools.tools} == {"search", "get-config"}
+    assert unchosen.is_error and "- handbook (Staff handbook)" in unchosen.content[0].text
     assert not result.is_error and result.structured_content["results"][0]["name"] == "Requesting leave"
+    assert "## 1. Requesting leave" in result.content[0].text and "Link: file://" in result.content[0].text
     assert "Journey agent" in browser.pages[0] and "Staff handbook" in browser.pages[0]
     registered = OAuthClient.objects.get(client_id=storage.client_info.client_id)
     assert registered.client_name == "Journey agent" and registered.redirect_uris == [REDIRECT]
@@ -123,6 +133,12 @@ def test_the_whole_oauth_journey(handbook, user, live_server_url):
     assert first.access_token.startswith("awat_") and first.refresh_token.startswith("awrt_")
     row = OAuthTokenRow.objects.get()
     assert (row.user, row.organization, row.resource) == (user, handbook["org"], url)
+
+    # with the collection header, the tool is named after the collection
+    tools, result = over_http(url, search_leave, headers=headers, auth=provider)
+    assert {t.name for t in tools.tools} == {"search-handbook", "get-config"}
+    assert result.structured_content["results"][0]["name"] == "Requesting leave"
+    assert len(browser.pages) == 1  # the stored token is reused: no second consent
 
     # the access token is a credential of the REST API too, for its organization
     api = httpx2.get(f"{live_server_url}/collections", headers={"Authorization": f"Bearer {first.access_token}"})
