@@ -5,7 +5,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 from django.conf import settings
+from django.core.management import CommandError, call_command
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
@@ -54,7 +56,17 @@ def test_stdio_against_a_remote_server(handbook, live_server_url):
 
 
 def test_stdio_without_a_valid_key_exits_with_a_message(transactional_db):
-    for key in ("", "aw_dead_beef"):
-        done = subprocess.run([sys.executable, "manage.py", "mcp_server"], cwd=settings.BASE_DIR, capture_output=True,
-                              text=True, env=subprocess_env(AIRWEAVE_API_KEY=key), timeout=120, stdin=subprocess.DEVNULL)
-        assert done.returncode != 0 and "AIRWEAVE_API_KEY" in done.stderr and done.stdout == ""
+    done = subprocess.run([sys.executable, "manage.py", "mcp_server"], cwd=settings.BASE_DIR, capture_output=True,
+                          text=True, env=subprocess_env(AIRWEAVE_API_KEY="aw_dead_beef"), timeout=120,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode != 0 and "AIRWEAVE_API_KEY" in done.stderr and done.stdout == ""
+
+
+@pytest.mark.parametrize("env, message", [({}, "Set AIRWEAVE_API_KEY"),
+                                          ({"AIRWEAVE_COLLECTION": "Not An Id"}, "AIRWEAVE_COLLECTION")])
+def test_stdio_refuses_a_missing_key_or_a_malformed_collection(api_key, monkeypatch, env, message):
+    monkeypatch.delenv("AIRWEAVE_API_KEY", raising=False)
+    if env:
+        monkeypatch.setenv("AIRWEAVE_API_KEY", api_key)
+    with pytest.raises(CommandError, match=message):
+        call_command("mcp_server", collection=env.get("AIRWEAVE_COLLECTION", ""))
