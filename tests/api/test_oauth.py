@@ -15,7 +15,6 @@ from django.test import Client
 from django.utils import timezone
 
 from airweave.tenancy.models import Membership, OAuthClient, OAuthToken, User
-from airweave.tenancy.services import organization_get_or_create
 
 HOST = "localhost"  # plain http is allowed on loopback hosts only (the test client's "testserver" is not one)
 BASE = f"http://{HOST}"

@@ -20,7 +20,6 @@ from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull,
 from airweave.collections.services import collection_create
 from airweave.tenancy.models import Membership, OAuthClient, OAuthToken as OAuthTokenRow, User
 from airweave.tenancy.services import organization_get_or_create
-from tests.mcp.conftest import run_async
 from tests.mcp.test_http import over_http, raw_post
 
 REDIRECT = "http://127.0.0.1:33418/callback"
