@@ -26,11 +26,10 @@ if os.environ.get("AIRWEAVE_WARM_UP", "1") == "1":
     threading.Thread(target=_warm_up, name="embedding-warm-up", daemon=True).start()
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.urls import path  # noqa: E402
 
 from airweave.api.consumers import SearchConsumer, SyncJobConsumer  # noqa: E402
-from airweave.api.ws_auth import WebsocketAuthStack  # noqa: E402
+from airweave.api.ws_auth import OriginCheck, WebsocketAuthStack  # noqa: E402
 from airweave.mcp.http import mcp_app  # noqa: E402
 
 websocket_urlpatterns = [
@@ -48,5 +47,5 @@ async def http_app(scope, receive, send):
 
 application = ProtocolTypeRouter({
     "http": http_app,
-    "websocket": AllowedHostsOriginValidator(WebsocketAuthStack(URLRouter(websocket_urlpatterns))),
+    "websocket": OriginCheck(WebsocketAuthStack(URLRouter(websocket_urlpatterns))),
 })

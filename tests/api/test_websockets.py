@@ -130,6 +130,28 @@ def test_websocket_refuses_unknown_key_and_foreign_collection(setup):
     assert async_to_sync(attempt)("/ws/collections/socket-docs/search/", other) == (False, 4404)
 
 
+def _handshake(path: str, headers: list) -> tuple:
+    async def attempt():
+        communicator = WebsocketCommunicator(application, path, headers=headers)
+        result = await communicator.connect()
+        await communicator.disconnect()
+        return result
+
+    return async_to_sync(attempt)()
+
+
+def test_websocket_accepts_a_program_without_origin_and_refuses_a_foreign_page(setup):
+    """SDKs and agents send no Origin (only browsers do): their API key is enough. A browser page
+    of another site is refused before authentication, whatever credentials ride along."""
+    key = (b"x-api-key", setup["key"].encode())
+    path = "/ws/collections/socket-docs/search/"
+    assert _handshake(path, [key])[0] is True
+    assert _handshake(path, [key, (b"origin", b"http://testserver")])[0] is True
+    assert _handshake(path, [key, (b"origin", b"https://evil.example")])[0] is False
+    assert _handshake(path, [key, (b"origin", b"null")])[0] is False
+    assert _handshake(path, [(b"x-api-key", b"aw_nope_nope")]) == (False, 4401)  # no origin, no valid key
+
+
 def test_bad_search_message_answers_an_error_event(setup):
     events = _socket_events("/ws/collections/socket-docs/search/", setup["key"], {"question": "?"}, until="error")
     assert "question" in events[-1]["detail"]  # unknown fields are refused first
