@@ -43,6 +43,9 @@ def execution_order(operations: list[SearchOperation]) -> list[SearchOperation]:
 def run_pipeline(operations: list[SearchOperation], state: SearchState, ctx: Context) -> SearchState:
     """Execute `operations` over `state` in dependency order; returns the state.
 
+    Each operation's `operator_end` carries `skipped` (the reason) when it did nothing and
+    `provider` (e.g. "groq/llama-3.3-70b-versatile") when a provider of its chain answered.
+
     Optional operations that raise are reported (`error` event) and skipped; required ones re-raise.
     """
     for op in execution_order(operations):
@@ -62,5 +65,7 @@ def run_pipeline(operations: list[SearchOperation], state: SearchState, ctx: Con
             duration_ms = round((time.perf_counter() - started) * 1000, 2)
             state.operation_metrics[op.name] = duration_ms
             extra = {"skipped": state.skipped[op.name]} if op.name in state.skipped else {}
+            if op.name in state.provider_used:
+                extra["provider"] = state.provider_used[op.name]
             ctx.emit("operator_end", name=op.name, duration_ms=duration_ms, **extra)
     return state

@@ -342,6 +342,9 @@ class PipelineResultSerializer(serializers.Serializer):
 class PipelineSearchResponseSerializer(serializers.Serializer):
     results = PipelineResultSerializer(many=True)
     completion = serializers.CharField(allow_null=True)
+    providers = serializers.DictField(child=serializers.CharField(), help_text=(
+        "Which provider answered each operation that used one, e.g. "
+        "{\"query_expansion\": \"groq/llama-3.3-70b-versatile\", \"generate_answer\": \"local/extractive\"}."))
 
 
 class ClassicSearchRequestSerializer(StrictSerializer):

@@ -53,7 +53,8 @@ def test_pipeline_search_answers_with_results_and_an_extractive_cited_completion
                                                                       "limit": 3}, format="json")
     assert response.status_code == 200, response.content
     body = response.json()
-    assert set(body) == {"results", "completion"}
+    assert set(body) == {"results", "completion", "providers"}
+    assert body["providers"] == {"embed_query": "local/all-MiniLM-L6-v2", "generate_answer": "local/extractive"}
     assert body["results"][0]["name"] == "Requesting leave"
     result = body["results"][0]
     assert {"id", "score", "entity_id", "name", "textual_representation", "breadcrumbs", "system_metadata", "access",
@@ -68,7 +69,8 @@ def test_pipeline_search_answers_with_results_and_an_extractive_cited_completion
 def test_empty_result_set_answers_no_results(searchable):
     response = searchable.post("/collections/pipeline-docs/search", {
         "query": "leave", "filter": {"must": [{"key": "source_name", "match": {"value": "nothing"}}]}}, format="json")
-    assert response.json() == {"results": [], "completion": "No results found for your query."}
+    body = response.json()
+    assert (body["results"], body["completion"]) == ([], "No results found for your query.")
 
 
 def test_stream_frames_every_operation_and_says_why_skipped(searchable):
@@ -90,6 +92,7 @@ def test_stream_frames_every_operation_and_says_why_skipped(searchable):
     assert {"query_expansion", "embed_query", "retrieval", "reranking", "generate_answer"} <= set(starts)
     assert "no language model" in ends["query_expansion"]["skipped"]
     assert "no reranker" in ends["reranking"]["skipped"]
+    assert ends["generate_answer"]["provider"] == "local/extractive" and "provider" not in ends["reranking"]
     assert any(e["type"] == "completion_delta" for e in events)
     assert events[-2]["results"][0]["name"] == "Laptops"
 

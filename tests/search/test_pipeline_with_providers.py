@@ -325,6 +325,9 @@ def test_when_the_first_provider_is_down_the_next_one_answers(collection, vendor
                                             "embed_query": LOCAL_EMBEDDER, "reranking": COHERE,
                                             "generate_answer": GROQ}
     assert response.completion == "Groq says: bake the loaf [[1]]."
+    # The events say which provider answered each operation, as the REST response's `providers` does.
+    assert {e["name"]: e["provider"] for e in events_of(response, "operator_end") if "provider" in e} == \
+        response.state.provider_used
     assert "".join(e["text"] for e in events_of(response, "completion_delta")) == response.completion
     assert one_event(response, "expansion_done")["alternatives"] == ["sourdough loaf baking"]
     assert [r.bearer for r in b.requests] == ["gsk-groq-test"] * 3

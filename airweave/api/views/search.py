@@ -62,7 +62,8 @@ class PipelineSearchView(APIView):
     @extend_schema(request=PipelineSearchRequestSerializer, responses=PipelineSearchResponseSerializer)
     def post(self, request, readable_id):
         result = search_run(_prepare(request, readable_id))
-        return Response({"results": result.results, "completion": result.completion})
+        return Response({"results": result.results, "completion": result.completion,
+                         "providers": result.state.provider_used})
 
 
 class EventStreamRenderer(BaseRenderer):
