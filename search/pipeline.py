@@ -96,7 +96,8 @@ def search_prepare(*, collection: Collection, request: PipelineRequest,
         embedding_model=collection.embedding_model_name, principals=principals, user_filter=user_filter,
         source_connection_ids=request.source_connection_ids, collapse_entities=request.collapse_entities,
         recency_weight=request.recency_weight or 0.0, rrf_k=int(defaults.get("rrf_k", 60)),
-        overfetch=2 if any(op.name == "reranking" for op in operations) else 1,
+        # Reordering operations pick from twice the page, so a fresher or better-reranked chunk can move up.
+        overfetch=2 if any(op.name in ("reranking", "recency") for op in operations) else 1,
     )
     if metered:
         search_quota_consume(collection.organization_id)

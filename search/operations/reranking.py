@@ -10,7 +10,7 @@ from search.state import SearchState
 class Reranking(SearchOperation):
     name = "reranking"
     REQUIRES = ("retrieval",)
-    AFTER = ("federated_search", "recency")
+    AFTER = ("federated_search",)
     optional = True
 
     def execute(self, state: SearchState, ctx: Context) -> None:

@@ -94,4 +94,5 @@ def test_factory_follows_flags_and_defaults():
     assert instant == ["embed_query", "access_control_filter", "user_filter", "retrieval", "federated_search"]
     with_all = names(execution_order(build_operations({"interpret_filters": True, "recency": True})))
     assert with_all.index("query_interpretation") < with_all.index("user_filter") < with_all.index("retrieval")
-    assert with_all.index("recency") < with_all.index("reranking") < with_all.index("generate_answer")
+    # Recency blends the reranked scores: before reranking, the reranker's scores would erase it.
+    assert with_all.index("reranking") < with_all.index("recency") < with_all.index("generate_answer")

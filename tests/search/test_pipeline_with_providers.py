@@ -226,6 +226,53 @@ def test_rerank_failure_keeps_the_retrieval_order_and_says_so(collection, vendor
     assert_skips_are_reported(response)
 
 
+def _age_days(collection, **days_by_file):
+    """Make each file's chunks `days` old (their updated_at), as if the source said so."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from airweave.collections.models import Chunk
+
+    for path, days in days_by_file.items():
+        Chunk.objects.filter(collection=collection, original_entity_id=path).update(
+            updated_at=timezone.now() - timedelta(days=days))
+
+
+def test_recency_weight_reorders_the_reranked_results(collection, vendors):
+    """A reranker that prefers old documents: with recency_weight 1 the freshest come first anyway."""
+    _, _, c = vendors
+    preference = ["Jupiter", "conveyor", "feline"]
+    c.rerank_scores = lambda query, docs: [next((0.9 - 0.1 * i for i, w in enumerate(preference) if w in d), 0.01)
+                                           for d in docs]
+    _age_days(collection, **{path: 1000 for path in FILES})
+    _age_days(collection, **{"space/jupiter.txt": 900, "warehouse/inventory.txt": 450, "pets/afternoon.txt": 1})
+
+    reranked = run(collection, "sourdough bread", rerank=True, limit=3)
+    fresh = run(collection, "sourdough bread", rerank=True, limit=3, recency_weight=1.0)
+    blended = run(collection, "sourdough bread", rerank=True, limit=3, recency_weight=0.15)
+
+    assert files_of(reranked) == ["space/jupiter.txt", "warehouse/inventory.txt", "pets/afternoon.txt"]
+    assert files_of(fresh)[0] == "pets/afternoon.txt"  # reranked third, but a day old against years
+    names = [e["name"] for e in events_of(fresh, "operator_end")]
+    assert names.index("reranking") < names.index("recency")
+    # 0.15 of freshness lifts the day-old third result (0.85·0.7/0.9 + 0.15·0.99 ≈ 0.81) over the 450-day-old
+    # second (0.85·0.8/0.9 + 0.15·0.03 ≈ 0.76), not over the best (0.85).
+    assert files_of(blended) == ["space/jupiter.txt", "pets/afternoon.txt", "warehouse/inventory.txt"]
+
+
+def test_recency_handles_negative_reranker_scores(collection, vendors):
+    _, _, c = vendors
+    c.rerank_scores = lambda query, docs: [-1.0 if "Jupiter" in d else -8.0 for d in docs]  # cross-encoder logits
+    _age_days(collection, **{path: 1000 for path in FILES})
+    _age_days(collection, **{"space/jupiter.txt": 1})
+
+    response = run(collection, "planet storm", rerank=True, limit=2, recency_weight=0.5)
+
+    assert files_of(response)[0] == "space/jupiter.txt"  # best reranked and fresh: stays first
+    assert all(0 <= r["score"] <= 1 for r in response.results)
+
+
 # -- answer --------------------------------------------------------------------------------------
 
 def test_answer_streams_as_deltas_that_add_up_to_the_completion(collection, vendors):
