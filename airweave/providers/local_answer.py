@@ -13,11 +13,16 @@ import numpy as np
 from airweave.providers.local_embeddings import get_local_embedder
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])|\n{2,}")
+# A mark like the answer's own citations ("[[3]]"), e.g. a footnote reference in a document: a
+# sentence boundary, never quoted, or it would read as a citation of another result.
+CITATION_LIKE = re.compile(r"\s*\[\[\d+\]\]\s*")
 _MIN_CHARS = 25
 
 
 def split_sentences(text: str) -> list[str]:
-    parts = (" ".join(p.split()) for p in _SENTENCE.split(text))
+    """The text's sentences (whitespace collapsed), each a verbatim stretch of `text`; sentences
+    shorter than 25 characters, table rows, rules and lead-ins ending in ':' are left out."""
+    parts = (" ".join(p.split()) for p in _SENTENCE.split(CITATION_LIKE.sub("\n\n", text)))
     return [p for p in parts if len(p) >= _MIN_CHARS and not p.startswith(("---", "|")) and not p.endswith(":")]
 
 

@@ -10,12 +10,13 @@ import re
 
 from airweave.providers.embeddings import get_embedder
 from airweave.providers.errors import NoProviderAvailable, ProviderError
-from airweave.providers.local_answer import extractive_answer
+from airweave.providers.local_answer import CITATION_LIKE, extractive_answer
 from search.operations.base import Context, SearchOperation
 from search.results import candidate_text
 from search.state import SearchState
 
 NO_RESULTS = "No results found for your query."
+NOTHING_TO_QUOTE = "No sentence of the results could be quoted as an answer; see the results themselves."
 CITATION = re.compile(r"\[\[(\d+)\]\]")
 SYSTEM = ("Answer the question using only the numbered search results. Cite every claim inline with the "
           "number of the result it comes from, written as [[N]]. If the results do not contain the answer, "
@@ -49,10 +50,11 @@ class GenerateAnswer(SearchOperation):
         """Stream one provider's answer. Once a delta has been sent, a broken stream ends the answer
         (partial, with an `error` event) instead of letting another provider append to it."""
         if model == "extractive":
-            text = extractive_answer(state.query, passages) or NO_RESULTS
+            text = extractive_answer(state.query, passages) or NOTHING_TO_QUOTE
             ctx.emit("completion_delta", op=self.name, text=text)
             return text
-        context = "\n\n".join(f"[[{i}]] {p}" for i, p in enumerate(passages, start=1))
+        # A "[[3]]" inside a result's own text would pass for a citation mark: written "[3]" instead.
+        context = "\n\n".join(f"[[{i}]] {CITATION_LIKE.sub(_single, p)}" for i, p in enumerate(passages, start=1))
         citations = CitationFilter(count)
         parts: list[str] = []
 
@@ -72,19 +74,30 @@ class GenerateAnswer(SearchOperation):
         return "".join(parts)
 
     def _budgeted(self, texts: list[str], state: SearchState) -> list[str]:
-        """The results' texts, cut so that together they fit `context_tokens` (the embedding model's tokens)."""
+        """The results' texts, cut so that together they fit `context_tokens` (the embedding model's tokens).
+
+        A text is cut at the character where its last fitting token ends, so what is kept is
+        verbatim (decoding the tokens would lowercase an uncased model's text, and an extractive
+        answer would then quote words that are in no result).
+        """
         budget = int(self.options.get("context_tokens", 3000))
         tokenizer = get_embedder(state.embedding_model).tokenizer
         out = []
         for text in texts:
-            ids = tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"]
             if budget <= 0:
                 break
+            encoded = tokenizer(text, add_special_tokens=False, verbose=False, return_offsets_mapping=True)
+            ids = encoded["input_ids"]
             if len(ids) > budget:
-                text = tokenizer.decode(ids[:budget])
+                text = text[:encoded["offset_mapping"][budget - 1][1]]
             budget -= min(len(ids), budget)
             out.append(text)
         return out
+
+
+def _single(mark: re.Match) -> str:
+    """ "[[3]]" (with its surrounding space) → " [3] "."""
+    return mark.group(0).replace("[[", "[").replace("]]", "]")
 
 
 def _valid_citations(text: str, count: int) -> str:

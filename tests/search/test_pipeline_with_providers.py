@@ -470,3 +470,58 @@ def test_without_any_key_the_pipeline_still_answers_with_an_extractive_cited_ans
     assert events_of(response, "expansion_done") == []
     assert events_of(response, "error") == []
     assert watcher.requests == []
+
+
+# -- results whose own text looks like a citation ----------------------------------------------
+
+FOOTNOTED = {
+    "leave.md": "# Leave\nTo request annual leave you file an absence request in HR Links first.[[2]] Your "
+                "supervisor approves it before the leave starts.[[3]]\n\nAnnual leave requests need approval "
+                "from the supervisor before the leave starts [[7]] as the rules say.",
+    "travel.md": "# Travel\nBook every trip through the travel agency and keep the receipts for the voucher.",
+    "laptop.md": "# Laptops\nIT ships a laptop on your first day; report a lost laptop to the help desk at once.",
+}
+
+
+def cited_pairs(completion: str) -> list[tuple[str, int]]:
+    return [(" ".join(s.split()), int(n)) for s, n in re.findall(r"(.+?)\s*\[\[(\d+)\]\]", completion)]
+
+
+def test_extractive_answer_never_quotes_a_documents_own_citation_marks(make_collection, sync_folder, write_files,
+                                                                       vendor_server):
+    collection = make_collection(readable_id="footnoted")
+    sync_folder(collection, write_files(FOOTNOTED))
+
+    response = run(collection, "who approves annual leave requests before the leave starts", generate_answer=True,
+                   limit=3)
+
+    pairs = cited_pairs(response.completion)
+    assert pairs, response.completion
+    for sentence, number in pairs:  # every mark points at the result that holds the quoted words
+        assert sentence in " ".join(response.results[number - 1]["textual_representation"].split()), (sentence, number)
+    assert len(re.findall(r"\[\[\d+\]\]", response.completion)) == len(pairs)
+
+
+def test_a_language_model_sees_a_documents_own_marks_as_single_brackets(make_collection, sync_folder, write_files,
+                                                                         vendors):
+    a, _, _ = vendors
+    collection = make_collection(readable_id="footnoted")
+    sync_folder(collection, write_files(FOOTNOTED))
+
+    run(collection, "who approves annual leave", generate_answer=True, limit=3)
+
+    [request] = [r for r in a.requests if r.body.get("stream")]
+    prompt = request.body["messages"][1]["content"]
+    assert "first.[2] Your supervisor" in prompt and "[[2]] Your" not in prompt
+    assert re.findall(r"\[\[(\d+)\]\]", prompt) == ["1", "2", "3"]  # only the result numbers
+
+
+def test_answer_context_is_cut_verbatim_when_results_exceed_the_budget(collection, vendors):
+    from search.operations.generate_answer import GenerateAnswer
+
+    operation = GenerateAnswer(context_tokens=6)
+    state = run(collection, "bread", limit=1).state
+
+    cut = operation._budgeted(["Jupiter Is The Largest Planet of the Solar System.", "Never reached."], state)
+
+    assert cut == ["Jupiter Is The Largest Planet of"]  # six tokens in the original's case and spacing, not decoded tokens
