@@ -60,6 +60,8 @@ class AgentToolbox:
         method = getattr(self, f"tool_{tool}", None)
         if method is None or tool not in self.NAMES:
             return {"error": f"unknown tool '{tool}'; tools: {', '.join(self.NAMES)}"}
+        if _holds_nul(arguments):  # PostgreSQL text cannot hold it: refuse before any query
+            return {"error": f"bad arguments for {tool}: strings must not contain NUL (\\u0000) characters"}
         try:
             return method(**(arguments or {}))
         except (TypeError, ValueError) as exc:
@@ -142,3 +144,14 @@ class AgentToolbox:
 
     def _entities(self):
         return Entity.objects.filter(visible_q(self.principals), collection_id=self.collection.id)
+
+
+def _holds_nul(value) -> bool:
+    """True when a string anywhere in `value` (keys included) holds a NUL character."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_holds_nul(k) or _holds_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_holds_nul(v) for v in value)
+    return False

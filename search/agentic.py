@@ -49,6 +49,8 @@ def search_agentic(*, collection: Collection, query: str, principals: list[str] 
     query = (query or "").strip()
     if not query:
         raise SearchRequestError("query must not be empty", ["query"])
+    if "\x00" in query:
+        raise SearchRequestError("query must not contain NUL (\\u0000) characters", ["query"])
     if not 1 <= limit <= 1000:
         raise SearchRequestError("limit must be between 1 and 1000", ["limit"])
     parse_filter_groups(filter_groups)  # validate before anything runs

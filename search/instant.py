@@ -51,6 +51,8 @@ def search_instant(*, collection: Collection, request: InstantSearchRequest,
     query = (request.query or "").strip()
     if not query:
         raise SearchRequestError("query must not be empty", ["query"])
+    if "\x00" in query:
+        raise SearchRequestError("query must not contain NUL (\\u0000) characters", ["query"])
     if len(query) > MAX_QUERY_CHARS:
         raise SearchRequestError(f"query must be at most {MAX_QUERY_CHARS} characters", ["query"])
     if request.retrieval_strategy not in STRATEGIES:

@@ -78,6 +78,8 @@ def search_prepare(*, collection: Collection, request: PipelineRequest,
     query = (request.query or "").strip()
     if not query:
         raise SearchRequestError("query must not be empty", ["query"])
+    if "\x00" in query:
+        raise SearchRequestError("query must not contain NUL (\\u0000) characters", ["query"])
     limit = request.limit if request.limit is not None else int(defaults["limit"])
     if not 1 <= limit <= 1000:
         raise SearchRequestError("limit must be between 1 and 1000", ["limit"])

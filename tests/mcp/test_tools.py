@@ -143,3 +143,12 @@ def test_get_config_describes_the_server(handbook):
     assert config["organization"] == "Handbook org" and config["mode"] == "in-process"
     assert config["transport"] == "stdio" and config["tiers"] == ["instant", "classic", "agentic"]
     assert '"collection": "handbook"' in result.content[0].text
+
+
+@pytest.mark.parametrize("tier", ["instant", "classic", "agentic"])
+def test_a_nul_character_in_the_query_is_named_on_every_tier(handbook, tier):
+    server = server_for(handbook["org"])
+
+    result = session(server, lambda c: c.call_tool("search-handbook", {"query": "leave\u0000", "tier": tier}))
+
+    assert result.is_error and "query must not contain NUL" in result.content[0].text

@@ -131,3 +131,17 @@ def test_rest_and_stream(transactional_db, collection):
     assert [e["type"] for e in events][:2] == ["connected", "start"] and events[-1]["type"] == "done"
     assert client.post("/collections/agentic-docs/search/agentic", {"query": "x", "filter": [{"bad": 1}]},
                        format="json").status_code == 422
+
+
+def test_nul_characters_from_the_model_are_observations_not_database_errors(collection, openai_server):
+    openai_server.tool_replies = [
+        turn(("search", {"query": "flat\u0000tyre"}), ("read", {"entity_id": "garage/bicycle.md\u0000"}),
+             ("count", {"query": "tyre"})),
+        turn(("finish", {})),
+    ]
+    response = search_agentic(collection=collection, principals=None, query="anything")
+    observations = [json.loads(m["content"]) for m in tool_messages(openai_server.requests[-1].body)]
+    assert all("NUL" in o["error"] for o in observations[:2])
+    assert observations[2]["count"] >= 1  # the loop went on
+    assert response.iterations == 2
+
