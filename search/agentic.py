@@ -5,7 +5,8 @@ OpenAI-compatible provider of defaults.yml speaks): the model may call one or mo
 (search/agent_tools.py), each observation goes back as a `tool` message. The loop stops when the
 model calls `finish`, answers without a tool call, or after `agentic_max_iterations` turns
 (defaults.yml). Events: `start`, `thinking` (the model's text beside its calls, when asked),
-`tool_call`, `done`; without any language model the agent makes one hybrid search and says why.
+`tool_call`, `done`; without any language model (or when its provider refuses the first turn,
+with an `error` event) the agent makes one hybrid search and says why.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from airweave.collections.models import Collection
 from airweave.events import EventStream
 from airweave.providers.catalog import search_defaults
-from airweave.providers.errors import NoProviderAvailable
+from airweave.providers.errors import NoProviderAvailable, ProviderError
 from airweave.providers.factory import chain_for
 from airweave.tenancy.quotas import search_quota_consume
 from search.agent_tools import AgentToolbox
@@ -67,8 +68,11 @@ def search_agentic(*, collection: Collection, query: str, principals: list[str] 
         try:
             turn, provider = chain.call(lambda model, spec: model.complete_tools(messages=messages,
                                                                                tools=AgentToolbox.TOOLS))
-        except NoProviderAvailable as exc:
+        except (NoProviderAvailable, ProviderError) as exc:
+            # A refused key or a bad request (not retried down the chain) ends the loop like a missing model.
             if iterations == 1:
+                if isinstance(exc, ProviderError):
+                    stream.emit("error", message=f"the language model failed: {exc}")
                 return _without_model(toolbox, query, limit, thinking, stream, str(exc))
             stream.emit("error", message=f"the agent lost its language model: {exc}")
             break

@@ -26,7 +26,8 @@ async def stream_from_thread(run: Callable[[EventStream], None], *, first: dict 
                              heartbeat: float | None = None) -> AsyncIterator[dict]:
     """Yield the events that `run(stream)` emits from a worker thread, plus heartbeats when idle.
 
-    `first` (type and payload) is emitted before `run` starts, e.g. {"type": "connected"}.
+    `first` (type and payload) is emitted before `run` starts, e.g. {"type": "connected"}. When
+    `run` raises without having emitted an `error` event last, one is sent before the stream ends.
     """
     heartbeat = heartbeat or heartbeat_seconds()
     loop = asyncio.get_running_loop()
@@ -39,8 +40,10 @@ async def stream_from_thread(run: Callable[[EventStream], None], *, first: dict 
         close_old_connections()
         try:
             run(stream)
-        except Exception:  # the producer already emitted an `error` event
+        except Exception as exc:
             logger.exception("stream producer failed")
+            if not stream.events or stream.events[-1]["type"] != "error":  # a client must learn why it ends
+                stream.emit("error", message=f"the search failed: {type(exc).__name__}")
         finally:
             connection.close()
             loop.call_soon_threadsafe(queue.put_nowait, _END)

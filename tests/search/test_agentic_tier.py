@@ -145,3 +145,39 @@ def test_nul_characters_from_the_model_are_observations_not_database_errors(coll
     assert observations[2]["count"] >= 1  # the loop went on
     assert response.iterations == 2
 
+
+def _stream_events(client, body) -> list[dict]:
+    stream = client.post("/collections/agentic-docs/search/agentic/stream", body, format="json")
+    frames = "".join(p if isinstance(p, str) else p.decode() for p in collect(stream.streaming_content)).split("\n\n")
+    return [json.loads(f[6:]) for f in frames if f]
+
+
+def test_a_refused_key_falls_back_to_one_search_and_says_so(transactional_db, collection, openai_server):
+    openai_server.fail(401, times=None)
+    client = APIClient()
+    client.credentials(HTTP_X_API_KEY=api_key_create(organization=collection.organization).key)
+    body = {"query": "how to fix a flat tyre", "limit": 2}
+
+    response = client.post("/collections/agentic-docs/search/agentic", body, format="json")
+    assert response.status_code == 200 and response.json()["results"][0]["name"] == "bicycle.md"
+
+    events = _stream_events(client, body)
+    types = [e["type"] for e in events]
+    assert types[:2] == ["connected", "start"] and types[-1] == "done"
+    [error] = [e for e in events if e["type"] == "error"]
+    assert "401" in error["message"]
+
+
+def test_a_stream_whose_search_crashes_ends_with_an_error_event(transactional_db, collection, monkeypatch):
+    def crash(*args, **kwargs):
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(agentic, "chain_for", crash)
+    client = APIClient(raise_request_exception=False)
+    client.credentials(HTTP_X_API_KEY=api_key_create(organization=collection.organization).key)
+
+    events = _stream_events(client, {"query": "tyre", "limit": 2})
+
+    assert [e["type"] for e in events] == ["connected", "start", "error"]
+    assert events[-1]["message"] == "the search failed: RuntimeError"
+    assert [e["seq"] for e in events] == [1, 2, 3]
