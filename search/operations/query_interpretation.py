@@ -5,10 +5,11 @@ Applied only when the model's confidence reaches `min_confidence` (default 0.7);
 """
 from __future__ import annotations
 
+from django.db import connection
 from django.db.models import Count
 
 from airweave.collections.access import visible_q
-from airweave.collections.models import Chunk
+from airweave.collections.models import Chunk, Entity
 from airweave.providers.errors import NoProviderAvailable
 from search.filters import FilterError, parse_filter_groups
 from search.operations.base import Context, OperationSkipped, SearchOperation
@@ -74,16 +75,29 @@ def collection_values(collection_id, principals: list[str] | None, per_field: in
     """The most common values of the interpretable fields among the chunks the caller may see.
 
     One query per field. The values reach a language model and, as chosen filters, the caller's
-    events: values of chunks hidden from the caller must not.
+    events: values of chunks hidden from the caller must not. A filter the model picks is kept
+    only when its value is listed here, so the list holds the most common values, not the first
+    ones alphabetically (which would make every later folder impossible to filter on).
     """
     chunks = Chunk.objects.filter(visible_q(principals), collection_id=collection_id)
     by_type = chunks.values("entity_type").annotate(n=Count("id")).order_by("-n")[:per_field]
     by_source = chunks.values("source_name").annotate(n=Count("id")).order_by("-n")[:per_field]
-    crumbs = set()
-    for row in chunks.values_list("breadcrumbs", flat=True).distinct()[:500]:
-        crumbs.update(b.get("name", "") for b in row or [])
     return {
         "airweave_system_metadata.source_name": [r["source_name"] for r in by_source],
         "airweave_system_metadata.entity_type": [r["entity_type"] for r in by_type],
-        "breadcrumbs.name": sorted(c for c in crumbs if c)[:per_field],
+        "breadcrumbs.name": _breadcrumb_names(collection_id, principals, per_field),
     }
+
+
+def _breadcrumb_names(collection_id, principals: list[str] | None, limit: int) -> list[str]:
+    """Breadcrumb names by the number of visible entities under them, most first (ties by name)."""
+    entities = Entity.objects.filter(visible_q(principals), collection_id=collection_id).values("breadcrumbs")
+    sql, params = entities.query.sql_with_params()
+    with connection.cursor() as cur:
+        cur.execute(f"""
+            SELECT b->>'name' AS name, count(*) AS n
+            FROM ({sql}) e CROSS JOIN LATERAL jsonb_array_elements(
+                CASE WHEN jsonb_typeof(e.breadcrumbs) = 'array' THEN e.breadcrumbs ELSE '[]'::jsonb END) AS b
+            WHERE coalesce(b->>'name', '') <> ''
+            GROUP BY 1 ORDER BY n DESC, name LIMIT %s""", [*params, limit])
+        return [row[0] for row in cur.fetchall()]

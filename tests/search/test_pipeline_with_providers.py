@@ -181,6 +181,27 @@ def test_interpretation_with_a_value_not_in_the_collection_is_skipped(collection
     assert event["reason"] == "no filter fits the query" and event["confidence"] == 0.95
 
 
+
+def test_interpretation_offers_the_busiest_folders_not_the_first_ones_alphabetically(
+        make_collection, sync_folder, write_files, vendors):
+    """35 folders of one note each, and the travel folder with three: the model may pick it, and
+    the filter applies, although 30 folder names sort before it."""
+    a, _, _ = vendors
+    files = {f"area-{i:02d}/note.md": f"# Note {i}\nA short note number {i} about trips and plans." for i in range(35)}
+    files.update({f"travel/trip-{i}.md": f"# Trip {i}\nBook trip {i} through the travel agency." for i in range(3)})
+    collection = make_collection(readable_id="many-folders")
+    sync_folder(collection, write_files(files))
+    a.json_replies["query_interpretation"] = interpretation(0.9, folder="travel")
+
+    response = run(collection, "trips in the travel folder", interpret_filters=True, limit=10)
+
+    prompt = a.requests_to(CHAT)[0].body["messages"][1]["content"]
+    offered = next(line for line in prompt.splitlines() if line.startswith("- breadcrumbs.name:"))
+    assert offered.startswith("- breadcrumbs.name: travel, area-00")  # three entities under it: listed first
+    assert len(offered.split(": ", 1)[1].split(", ")) == 30
+    assert events_of(response, "interpretation_skipped") == []
+    assert sorted(files_of(response)) == ["travel/trip-0.md", "travel/trip-1.md", "travel/trip-2.md"]
+
 # -- reranking -----------------------------------------------------------------------------------
 
 def test_rerank_reorders_the_results_per_the_servers_ranking(collection, vendors):
