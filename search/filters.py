@@ -3,9 +3,11 @@
 * v2 filter groups (API.md, tiers): `[{"conditions": [{"field", "operator", "value"}]}]` — AND
   inside a group, OR across groups; `contains` is a case-insensitive substring match; ordering
   operators apply to dates and chunk_index only.
-* The Qdrant-style filter of the pipeline endpoint: `{must, should, must_not, minimum_should_match}`
-  whose items are `{key, match: {value} | {any} | {except}}`, `{key, range: {gt, gte, lt, lte}}`,
-  `{has_id: [...]}`, `{is_null: {key}}`, `{is_empty: {key}}` or a nested filter.
+* The Qdrant-style filter of the pipeline endpoint: `{must, should, must_not, minimum_should_match,
+  min_should: {conditions, min_count}}` whose items are `{key, match: {value} | {any} | {except} |
+  {text}}`, `{key, range: {gt, gte, lt, lte}}`, `{has_id: [...]}`, `{is_null: {key}}`, `{is_empty:
+  {key}}` (or `{key, is_null: true | false}`) or a nested filter. Keys a condition does not know
+  are refused, so a typo never silently widens the results.
 
 The internal form is a tree of `Condition` leaves and `Group` nodes; `to_sql` renders it.
 Every error is a FilterError naming the bad condition's location and showing a valid example.
@@ -161,6 +163,15 @@ def parse_qdrant_filter(spec, loc=("filter",)) -> Node | None:
     unknown = set(spec) - {"must", "should", "must_not", "minimum_should_match", "min_should"}
     if unknown:
         raise FilterError(f"unknown filter clause(s): {', '.join(sorted(unknown))}", loc, QDRANT_EXAMPLE)
+    min_should = spec.get("min_should")
+    if isinstance(min_should, dict) and "conditions" in min_should:  # Qdrant's own form: its own conditions
+        if "minimum_should_match" in spec:
+            raise FilterError("give min_should or minimum_should_match, not both", loc + ["min_should"], QDRANT_EXAMPLE)
+        spec = {**{k: v for k, v in spec.items() if k != "min_should"}, "_min": min_should}
+    elif "should" not in spec and ("minimum_should_match" in spec or "min_should" in spec):
+        clause = "minimum_should_match" if "minimum_should_match" in spec else "min_should"
+        raise FilterError(f"{clause} counts the conditions of 'should', and this filter has none", loc + [clause],
+                          QDRANT_EXAMPLE)
     parts = []
     for clause in ("must", "should", "must_not"):
         items = spec.get(clause)
@@ -185,25 +196,57 @@ def parse_qdrant_filter(spec, loc=("filter",)) -> Node | None:
                 raise FilterError("minimum_should_match must be a positive integer", loc + ["minimum_should_match"],
                                   QDRANT_EXAMPLE)
             parts.append(Group("min", children, minimum))
+    if "_min" in spec:
+        parts.append(_qdrant_min_should(spec["_min"], loc + ["min_should"]))
     if not parts:
         return None
     return parts[0] if len(parts) == 1 else Group("and", tuple(parts))
 
 
+def _qdrant_min_should(spec, loc) -> Node:
+    """Qdrant's `min_should: {conditions: [...], min_count}`: at least min_count of its conditions."""
+    if not isinstance(spec, dict) or set(spec) - {"conditions", "min_count"} or not isinstance(spec["conditions"], list):
+        raise FilterError("min_should takes {conditions: [...], min_count}", loc, QDRANT_EXAMPLE)
+    minimum = spec.get("min_count", 1)
+    if isinstance(minimum, bool) or not isinstance(minimum, int) or minimum < 1:
+        raise FilterError("min_should.min_count must be a positive integer", loc + ["min_count"], QDRANT_EXAMPLE)
+    children = tuple(_qdrant_item(item, loc + ["conditions", i]) for i, item in enumerate(spec["conditions"]))
+    if not children:
+        raise FilterError("min_should needs at least one condition", loc + ["conditions"], QDRANT_EXAMPLE)
+    return Group("min", children, minimum)
+
+
+_CONDITION_KEYS = {"key", "match", "range"}
+
+
 def _qdrant_item(item, loc) -> Node:
     if not isinstance(item, dict):
         raise FilterError("a condition must be an object", loc, QDRANT_EXAMPLE)
-    if set(item) & {"must", "should", "must_not"}:
+    if set(item) & {"must", "should", "must_not", "min_should", "minimum_should_match"}:
         return parse_qdrant_filter(item, loc) or Group("and", ())
     if "has_id" in item:
+        _only(item, {"has_id"}, loc)
         ids = item["has_id"]
         if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
             raise FilterError("has_id takes a non-empty list of result ids", loc + ["has_id"], QDRANT_EXAMPLE)
         return Condition("id", "has_id", tuple(ids))
     for test in ("is_null", "is_empty"):
         if test in item:
-            key = item[test].get("key") if isinstance(item[test], dict) else item.get("key")
-            return Condition(_qdrant_key(key, loc), test)
+            value = item[test]
+            if isinstance(value, dict):  # Qdrant's form: {"is_null": {"key": "updated_at"}}
+                _only(item, {test}, loc)
+                _only(value, {"key"}, loc + [test])
+                return Condition(_qdrant_key(value.get("key"), loc + [test, "key"]), test)
+            if isinstance(value, bool):  # {"key": "updated_at", "is_null": false}
+                _only(item, {"key", test}, loc)
+                condition = Condition(_qdrant_key(item.get("key"), loc + ["key"]), test)
+                return condition if value else Group("not", (condition,))
+            raise FilterError(f"{test} takes {{\"key\": ...}} (or true / false beside a key)", loc + [test],
+                              QDRANT_EXAMPLE)
+    _only(item, _CONDITION_KEYS, loc)
+    if "match" in item and "range" in item:
+        raise FilterError("a condition takes match or range, not both: put each in its own condition", loc,
+                          QDRANT_EXAMPLE)
     key = _qdrant_key(item.get("key"), loc + ["key"])
     kind = QDRANT_KEYS[key][1]
     if kind == "array":
@@ -229,6 +272,13 @@ def _qdrant_item(item, loc) -> Node:
         return Group("and", tuple(Condition(key, op, (_coerce(v, kind, key, loc + ["range", op], QDRANT_EXAMPLE),))
                                   for op, v in bounds.items()))
     raise FilterError("a condition needs match, range, has_id, is_null or is_empty", loc, QDRANT_EXAMPLE)
+
+
+def _only(item: dict, allowed: set, loc) -> None:
+    unknown = sorted(str(k) for k in set(item) - allowed)
+    if unknown:
+        raise FilterError(f"unknown field(s) in this condition: {', '.join(unknown)}; it takes "
+                          f"{', '.join(sorted(allowed))}", loc, QDRANT_EXAMPLE)
 
 
 def _qdrant_key(key, loc) -> str:

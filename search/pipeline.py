@@ -87,7 +87,9 @@ def search_prepare(*, collection: Collection, request: PipelineRequest,
         raise SearchRequestError("offset must be 0 or more", ["offset"])
     if request.recency_weight is not None and not 0 <= request.recency_weight <= 1:
         raise SearchRequestError("recency_weight must be between 0 and 1", ["recency_weight"])
-    user_filter = parse_qdrant_filter(request.filter) if request.filter else parse_filter_groups(request.filter_groups)
+    # `is not None`: an empty list, "" or false is a wrong type (422), not "no filter".
+    user_filter = (parse_qdrant_filter(request.filter) if request.filter is not None
+                   else parse_filter_groups(request.filter_groups))
     flags = {"plan": request.plan, "expand_query": request.expand_query, "interpret_filters": request.interpret_filters,
              "rerank": request.rerank, "generate_answer": request.generate_answer,
              "recency": bool(request.recency_weight) or None}

@@ -103,6 +103,8 @@ def test_stream_frames_every_operation_and_says_why_skipped(searchable):
     ({"query": "x", "limit": 0}, "limit"),
     ({"query": "x", "filter": {"must": [{"key": "colour", "match": {"value": "red"}}]}}, "filter"),
     ({"query": "x", "surprise": True}, "surprise"),
+    ({"query": "x", "filter": []}, "filter"),  # a wrong type, not "no filter"
+    ({"query": "x", "filter": False}, "filter"),
 ])
 def test_bad_requests_answer_422_before_streaming(searchable, body, loc):
     for path in ("/collections/pipeline-docs/search", "/collections/pipeline-docs/search/stream"):

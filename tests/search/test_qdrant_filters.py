@@ -54,6 +54,24 @@ def test_must_not_and_should_with_minimum(corpus):  # noqa: F811
     assert matching(corpus, {"should": should, "minimum_should_match": 3}) == {"reports/2024/q2.md"}
 
 
+def test_qdrant_min_should_counts_its_own_conditions(corpus):  # noqa: F811
+    conditions = [{"key": "breadcrumbs.name", "match": {"value": "reports"}},
+                  {"key": "breadcrumbs.name", "match": {"value": "2024"}},
+                  {"key": "name", "match": {"text": "report"}}]
+    assert matching(corpus, {"min_should": {"conditions": conditions, "min_count": 3}}) == {"reports/2024/q2.md"}
+    assert matching(corpus, {"min_should": {"conditions": conditions, "min_count": 1}}) == {
+        "reports/2023/q1.md", "reports/2024/q2.md"}
+    spec = {"must_not": [{"key": "name", "match": {"value": "Q1 report"}}],
+            "min_should": {"conditions": conditions, "min_count": 2}}
+    assert matching(corpus, spec) == {"reports/2024/q2.md"}
+
+
+def test_is_null_beside_a_key_takes_true_or_false(corpus):  # noqa: F811
+    assert matching(corpus, {"must": [{"key": "updated_at", "is_null": True}]}) == set()
+    assert matching(corpus, {"must": [{"key": "updated_at", "is_null": False}]}) == ALL
+    assert matching(corpus, {"must": [{"key": "breadcrumbs", "is_empty": False}]}) == ALL - {"readme.md"}
+
+
 def test_range_on_dates_and_chunk_index(corpus):  # noqa: F811
     spec = {"must": [{"key": "updated_at", "range": {"gte": "2024-01-01", "lt": "2024-07-01"}}]}
     assert matching(corpus, spec) == {"reports/2024/q2.md", "notes/meeting.txt"}
@@ -86,6 +104,18 @@ def test_is_empty_and_is_null(corpus):  # noqa: F811
     ({"must": [{"key": "name"}]}, ["filter", "must", 0]),
     ({"where": []}, ["filter"]),
     ([], ["filter"]),
+    # a typo or a second test in one condition must not be dropped silently (it would widen the results)
+    ({"must": [{"key": "name", "match": {"value": "a"}, "mach": {"value": "b"}}]}, ["filter", "must", 0]),
+    ({"must": [{"key": "chunk_index", "match": {"value": 1}, "range": {"gt": 3}}]}, ["filter", "must", 0]),
+    ({"must": [{"has_id": ["x"], "key": "name"}]}, ["filter", "must", 0]),
+    ({"must": [{"is_null": {"key": "name", "extra": 1}}]}, ["filter", "must", 0, "is_null"]),
+    ({"must": [{"key": "name", "is_null": "yes"}]}, ["filter", "must", 0, "is_null"]),
+    ({"minimum_should_match": 2, "must": [{"key": "name", "match": {"value": "a"}}]}, ["filter", "minimum_should_match"]),
+    ({"min_should": {"conditions": [], "min_count": 1}}, ["filter", "min_should", "conditions"]),
+    ({"min_should": {"conditions": [{"key": "name", "match": {"value": "a"}}], "min_count": 0}},
+     ["filter", "min_should", "min_count"]),
+    ({"min_should": {"conditions": [{"key": "colour", "match": {"value": "a"}}]}},
+     ["filter", "min_should", "conditions", 0, "key"]),
 ])
 def test_invalid_filters_name_the_condition_and_show_an_example(spec, loc):
     with pytest.raises(FilterError) as info:
