@@ -88,6 +88,33 @@ def v2_result(chunk: "Chunk | ChunkView", score: float) -> dict:
     }
 
 
+def federated_result(raw: dict, *, source_name: str, access: dict) -> dict:
+    """A federated source's result (`BaseSource.search`: at least entity_id, name,
+    textual_representation) in the pipeline endpoint's result shape, with every field present.
+
+    `id` is None (no chunk row stands behind it); `source_name` fills `system_metadata.source_name`
+    when the source left it out; `access` is the normalised `{viewers, is_public}`.
+    """
+    meta = raw.get("system_metadata") if isinstance(raw.get("system_metadata"), dict) else {}
+    entity_id = str(raw.get("entity_id", ""))
+    return {
+        "id": None,
+        "score": 0.0,
+        "entity_id": entity_id,
+        "name": str(raw.get("name") or ""),
+        "textual_representation": str(raw.get("textual_representation") or ""),
+        "created_at": raw.get("created_at"),
+        "updated_at": raw.get("updated_at"),
+        "breadcrumbs": raw.get("breadcrumbs") if isinstance(raw.get("breadcrumbs"), list) else [],
+        "system_metadata": {"entity_type": meta.get("entity_type"), "source_name": meta.get("source_name") or source_name,
+                            "sync_id": None, "sync_job_id": None, "original_entity_id": meta.get("original_entity_id", entity_id),
+                            "chunk_index": meta.get("chunk_index")},
+        "access": access,
+        "source_fields": raw.get("source_fields") if isinstance(raw.get("source_fields"), dict) else {},
+        "web_url": str(raw.get("web_url") or ""),
+    }
+
+
 def pipeline_result(candidate: Candidate) -> dict:
     """A result of POST /collections/{id}/search: {id, score, entity_id, ..., system_metadata, source_fields}."""
     if candidate.federated is not None:
@@ -118,7 +145,11 @@ def candidate_text(candidate: Candidate) -> str:
 
 
 def v2_candidate(candidate: Candidate) -> dict:
-    """A v2 SearchResult for a pipeline candidate (federated results keep their own shape)."""
+    """A v2 SearchResult for a pipeline candidate (a federated one renamed from the pipeline shape)."""
     if candidate.federated is not None:
-        return {**candidate.federated, "relevance_score": candidate.score}
+        f = candidate.federated
+        return {"entity_id": f["entity_id"], "name": f["name"], "relevance_score": candidate.score,
+                "breadcrumbs": f["breadcrumbs"], "created_at": f["created_at"], "updated_at": f["updated_at"],
+                "textual_representation": f["textual_representation"], "airweave_system_metadata": f["system_metadata"],
+                "access": f["access"], "web_url": f["web_url"], "url": None, "raw_source_fields": f["source_fields"]}
     return v2_result(candidate.chunk, candidate.score)

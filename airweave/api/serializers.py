@@ -325,7 +325,7 @@ class PipelineSearchRequestSerializer(StrictSerializer):
 
 
 class PipelineResultSerializer(serializers.Serializer):
-    id = serializers.CharField()
+    id = serializers.CharField(allow_null=True, help_text="The chunk row's id; null for a federated source's result.")
     score = serializers.FloatField()
     entity_id = serializers.CharField()
     name = serializers.CharField()

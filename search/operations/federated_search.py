@@ -1,5 +1,8 @@
 """FederatedSearch: asks sources that search at query time (declared `federated_search`) and merges by RRF.
 
+A source that fails is left out (partial results); `federated_search_done` lists it under
+`failures` (`{source_connection_id, short_name, name, error}`).
+
 Federated results obey the same access rule as synced chunks: results the caller may not see are
 dropped before merging, so they reach neither results, counts, answers nor events.
 """
@@ -11,6 +14,7 @@ from airweave.collections.access import is_visible, normalize_access
 from airweave.collections.models import SourceConnection
 from connectors.registry import get_source, source_for_connection
 from search.operations.base import Context, OperationSkipped, SearchOperation
+from search.results import federated_result
 from search.state import Candidate, SearchState
 
 logger = logging.getLogger(__name__)
@@ -27,7 +31,7 @@ class FederatedSearch(SearchOperation):
                        and (not state.source_connection_ids or c.id in set(state.source_connection_ids))]
         if not connections:
             raise OperationSkipped("no federated sources in this collection")
-        lists, failures = [], {}
+        lists, failures = [], []
         for connection in connections:
             source_cls = get_source(connection.short_name)
             source = source_for_connection(connection)
@@ -35,19 +39,20 @@ class FederatedSearch(SearchOperation):
                 results = source.search(state.query, limit=state.offset + state.limit)
             except Exception as exc:  # a failing federated source gives partial results, not a failed search
                 logger.warning("federated search of %s failed", connection.short_name, exc_info=True)
-                failures[connection.short_name] = str(exc)
+                failures.append({"source_connection_id": str(connection.id), "short_name": connection.short_name,
+                                 "name": connection.name, "error": str(exc)})
                 continue
             finally:
                 source.close()
-            lists.append(_visible(results, source_cls, connection.id, state.principals))
+            lists.append([(connection.id, r) for r in _visible(results, source_cls, connection, state.principals)])
         k = state.rrf_k
         scores: dict[str, float] = {}
         for rank, cand in enumerate(state.candidates, start=1):
             scores[f"chunk:{cand.chunk_id}"] = 1 / (k + rank)
         merged = {f"chunk:{c.chunk_id}": c for c in state.candidates}
         for results in lists:
-            for rank, result in enumerate(results, start=1):
-                key = f"fed:{result['entity_id']}"
+            for rank, (connection_id, result) in enumerate(results, start=1):
+                key = f"fed:{connection_id}:{result['entity_id']}"  # two sources may use the same ids
                 scores[key] = scores.get(key, 0) + 1 / (k + rank)
                 merged.setdefault(key, Candidate(chunk_id=None, entity_pk=None, score=0.0, federated=result))
         state.candidates = [merged[key].model_copy(update={"score": scores[key]})
@@ -56,20 +61,24 @@ class FederatedSearch(SearchOperation):
                  failures=failures, count=sum(len(r) for r in lists))
 
 
-def _visible(results: list[dict], source_cls, connection_id, principals: list[str] | None) -> list[dict]:
-    """The results the caller may see, their `access` normalised as a synced entity's would be.
+def _visible(results: list[dict], source_cls, connection, principals: list[str] | None) -> list[dict]:
+    """The results the caller may see, in the pipeline result shape (search.results.federated_result),
+    their `access` normalised as a synced entity's would be.
 
     A result of a source that declares `supports_access_control` without an access list is
     closed; other sources' results are visible to the organization.
     """
     out = []
     for result in results:
+        if not isinstance(result, dict) or result.get("entity_id") in (None, ""):
+            continue  # not a result a client could use or cite
         access = result.get("access") if isinstance(result.get("access"), dict) else {}
         viewers, is_public = normalize_access(
-            supports_access_control=bool(source_cls.supports_access_control), source_connection_id=connection_id,
+            supports_access_control=bool(source_cls.supports_access_control), source_connection_id=connection.id,
             viewers=access.get("viewers"), is_public=access.get("is_public"))
         if is_visible(principals, viewers, is_public):
-            out.append({**result, "access": {"is_public": is_public, "viewers": viewers}})
+            out.append(federated_result(result, source_name=connection.short_name,
+                                        access={"is_public": is_public, "viewers": viewers}))
     return out
 
 
