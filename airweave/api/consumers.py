@@ -92,24 +92,33 @@ class SearchConsumer(AsyncJsonWebsocketConsumer):
         try:
             content = json.loads(text_data or bytes_data or "")
         except (ValueError, RecursionError):
-            await self.send_json({"type": "error", "message": "send one JSON object per message"})
+            content = None
+        if not isinstance(content, dict):
+            await self.send_error("send one JSON object per message: the body of POST /collections/{id}/search")
             return
         await self.receive_json(content)
 
     async def receive_json(self, content, **kwargs):
         try:
             prepared = await database_sync_to_async(self._prepare)(content)
-        except (SearchRequestError, FilterError, QuotaExceeded) as exc:
-            await self.send_json({"type": "error", "message": str(exc)})
+        except (SearchRequestError, FilterError) as exc:
+            await self.send_error(str(exc), loc=["body", *exc.loc])
+            return
+        except QuotaExceeded as exc:
+            await self.send_error(str(exc))
             return
         except _Invalid as exc:
-            await self.send_json({"type": "error", "message": "invalid request", "detail": exc.detail})
+            await self.send_error("invalid request", detail=exc.detail)
             return
         async for event in stream_from_thread(lambda stream: search_run(prepared, stream), first={"type": "connected"}):
             await self.send_json(event)
 
-    def _prepare(self, content):
-        data = PipelineSearchRequestSerializer(data=content if isinstance(content, dict) else {"": content})
+    async def send_error(self, message: str, **payload) -> None:
+        """An `error` event in the envelope of API.md (its own `seq` 1: no search stream started)."""
+        await self.send_json(EventStream().make("error", message=message, **payload))
+
+    def _prepare(self, content: dict):
+        data = PipelineSearchRequestSerializer(data=content)
         if not data.is_valid():
             raise _Invalid(data.errors)
         return search_prepare(collection=self.collection, request=PipelineRequest(**data.validated_data),

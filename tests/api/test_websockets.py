@@ -160,6 +160,30 @@ def test_bad_search_message_answers_an_error_event(setup):
     assert "limit" in events[-1]["detail"]
 
 
+@pytest.mark.parametrize("message", ["[]", "null", '"leave"', "{", "   ", '{"query": "x"}{"query": "y"}'])
+def test_a_message_that_is_not_one_json_object_says_so_in_an_event_envelope(setup, message):
+    async def run():
+        communicator = WebsocketCommunicator(application, "/ws/collections/socket-docs/search/",
+                                             headers=[(b"x-api-key", setup["key"].encode())])
+        assert (await communicator.connect())[0]
+        await communicator.send_to(text_data=message)
+        event = await communicator.receive_json_from(timeout=30)
+        await communicator.disconnect()
+        return event
+
+    event = async_to_sync(run)()
+    assert event["type"] == "error" and event["seq"] == 1 and "ts" in event
+    assert event["message"].startswith("send one JSON object per message")
+
+
+def test_a_bad_filter_over_the_socket_names_the_condition(setup):
+    events = _socket_events("/ws/collections/socket-docs/search/", setup["key"],
+                            {"query": "x", "filter": {"must": [{"key": "colour", "match": {"value": "red"}}]}},
+                            until="error")
+    assert events[-1]["loc"] == ["body", "filter", "must", 0, "key"] and "valid filter looks like" in events[-1]["message"]
+    assert events[-1]["seq"] == 1 and "ts" in events[-1]
+
+
 # --- across processes -------------------------------------------------------------------------
 
 def _free_port() -> int:
