@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, ClassVar, Iterator
+from typing import Any, Callable, ClassVar, Iterable, Iterator
 
 
 class SourceError(Exception):
@@ -144,6 +144,48 @@ class FileEntity(BaseEntity):
                 digest.update(block)
 
 
+@dataclass
+class BlobEntity(BaseEntity):
+    """An entity whose content is a file held elsewhere than on disk: a zip member, a git blob,
+    a mail attachment. `load()` returns its bytes (called once to hash, once to convert);
+    `file_name` picks the converter by its extension; `size` is in bytes (checked against
+    AIRWEAVE_MAX_FILE_BYTES before anything is loaded)."""
+
+    file_name: str = ""
+    size: int = 0
+    load: Callable[[], bytes] | None = field(default=None, repr=False, compare=False)
+
+    volatile_fields: ClassVar[tuple[str, ...]] = ("updated_at",)
+
+    def read_bytes(self) -> bytes:
+        """The content. Raises SkipEntity when it cannot be read."""
+        if self.load is None:
+            raise SkipEntity("unreadable: no content")
+        try:
+            return self.load()
+        except SkipEntity:
+            raise
+        except Exception as exc:  # zip, git and mail readers raise many types
+            raise SkipEntity(f"unreadable: {type(exc).__name__}: {exc}") from exc
+
+    def update_hash_with_content(self, digest) -> None:
+        digest.update(self.read_bytes())
+
+
+@dataclass
+class UnreadableEntity(BaseEntity):
+    """Stands for an item that a source found but could not read (a broken day file, an
+    unparsable message): the pipeline counts it as skipped with `reason`, never indexes it."""
+
+    reason: str = "unreadable"
+
+    def hash_payload(self) -> dict:
+        raise SkipEntity(self.reason)
+
+    def textual_representation(self) -> str:
+        raise SkipEntity(self.reason)
+
+
 class BaseSource:
     """Base class of every source. Subclasses are registered with `@source(...)`.
 
@@ -209,6 +251,43 @@ class BaseSource:
     def is_full_listing(self) -> bool:
         """True when generate_entities listed everything, so absent entities are deletions."""
         return True
+
+    def deleted_entity_ids(self, known_ids: set[str]) -> Iterable[str]:
+        """After a run that was not a full listing: the ids deleted at the source since the cursor.
+
+        `known_ids` are the ids of the connection's entities as last synced. A source answers
+        from its own signal (a git diff's deleted paths, a table's primary keys listed cheaply,
+        an IMAP mailbox's UIDs). Ids that are not known are ignored. Default: none.
+        """
+        return ()
+
+    @classmethod
+    def validate_credentials(cls, credentials: dict | None) -> dict:
+        """Return `credentials` checked against `auth_fields` (required fields, types).
+
+        Sources without auth fields accept an empty object. Raises ValueError naming the field.
+        """
+        credentials = credentials or {}
+        if not isinstance(credentials, dict):
+            raise ValueError("credentials must be an object")
+        if not cls.auth_fields:
+            return dict(credentials)
+        known = {f.name: f for f in cls.auth_fields}
+        unknown = sorted(set(credentials) - set(known))
+        if unknown:
+            raise ValueError(f"unknown credential field(s): {', '.join(unknown)}; expected: {', '.join(known)}")
+        out = {}
+        for f in cls.auth_fields:
+            value = credentials.get(f.name, f.default)
+            if value is None:
+                if f.required:
+                    raise ValueError(f"credential field '{f.name}' is required ({f.title})")
+                continue
+            try:
+                out[f.name] = _check_type(f, value)
+            except ValueError as exc:
+                raise ValueError(str(exc).replace("config field", "credential field", 1)) from None
+        return out
 
 
 _TYPE_CHECKS = {

@@ -35,6 +35,10 @@ def source_connection_create(*, collection: Collection, short_name: str, name: s
         clean_config = source_cls.validate_config(config or {}, for_api=for_api)
     except ValueError as exc:
         raise SourceConnectionError(str(exc), "config") from None
+    try:
+        credentials = source_cls.validate_credentials(credentials)
+    except ValueError as exc:
+        raise SourceConnectionError(str(exc), "authentication.credentials") from None
     cron_schedule = _valid_cron(cron_schedule)
     with transaction.atomic():
         connection = SourceConnection.objects.create(

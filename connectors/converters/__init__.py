@@ -1,11 +1,13 @@
 """Files -> text: one small module per format, each parsed by a well-kept library.
 
     convert_file(path, max_bytes=N) -> Document(text, title, fields)
+    convert_bytes(data, file_name, max_bytes=N) -> Document   # zip members, git blobs, attachments
     read_front_matter(path) -> (fields, title)      # Markdown only, cheap, never raises
     SUPPORTED_EXTENSIONS                             # lower-case, with the dot
 
 Formats: Markdown (front matter -> `fields`), plain text and source code, HTML, PDF (pypdf),
-DOCX (python-docx), PPTX (python-pptx), XLSX (openpyxl), CSV/TSV (stdlib csv).
+DOCX (python-docx), PPTX (python-pptx), XLSX (openpyxl), CSV/TSV (stdlib csv), e-mail
+messages (.eml, stdlib email).
 
 `convert_file` raises only `connectors.base.SkipEntity(reason)`, with reasons such as
 "file too large: N bytes > limit M bytes", "empty: no text extracted", "encrypted PDF",
@@ -21,12 +23,12 @@ import stat
 from pathlib import Path
 
 from connectors.base import SkipEntity
-from connectors.converters import csv, docx, html, markdown, pdf, pptx, text, xlsx
+from connectors.converters import csv, docx, html, mail, markdown, pdf, pptx, text, xlsx
 from connectors.converters._common import Document, clean_text, decode_text, short_error
 
-__all__ = ["Document", "convert_file", "read_front_matter", "SUPPORTED_EXTENSIONS"]
+__all__ = ["Document", "convert_bytes", "convert_file", "read_front_matter", "SUPPORTED_EXTENSIONS"]
 
-_CONVERTERS = {ext: module for module in (markdown, text, html, pdf, docx, pptx, xlsx, csv)
+_CONVERTERS = {ext: module for module in (markdown, text, html, pdf, docx, pptx, xlsx, csv, mail)
                for ext in module.EXTENSIONS}
 SUPPORTED_EXTENSIONS: frozenset[str] = frozenset(_CONVERTERS)
 
@@ -59,7 +61,29 @@ def convert_file(path: Path, *, max_bytes: int) -> Document:
         raise SkipEntity(f"unreadable: {exc.strerror or short_error(exc)}") from exc
     if len(data) > max_bytes:
         raise SkipEntity(f"file too large: {len(data)}+ bytes > limit {max_bytes} bytes")
+    return _convert(converter, data, path, max_bytes)
 
+
+def convert_bytes(data: bytes, file_name: str, *, max_bytes: int) -> Document:
+    """Convert a file held in memory (a zip member, a git blob, a mail attachment).
+
+    `file_name` picks the converter by its extension. Same rules and reasons as convert_file;
+    raises only SkipEntity.
+    """
+    path = Path(file_name or "unnamed")
+    extension = path.suffix.lower()
+    converter = _CONVERTERS.get(extension)
+    if converter is None:
+        raise SkipEntity(f"unsupported file type: {extension or path.name}")
+    if len(data) > max_bytes:
+        raise SkipEntity(f"file too large: {len(data)} bytes > limit {max_bytes} bytes")
+    if not data:
+        raise SkipEntity("empty: no text extracted")
+    return _convert(converter, data, path, max_bytes)
+
+
+def _convert(converter, data: bytes, path: Path, max_bytes: int) -> Document:
+    extension = path.suffix.lower()
     try:
         document = converter.convert(data, path, max_bytes)
     except SkipEntity:

@@ -22,8 +22,8 @@ from airweave.crypto import decrypt_json
 from airweave.events import make_event, publish_to_group, sync_job_group
 from airweave.providers.embeddings import ProviderUnavailable, get_embedder
 from airweave.providers.errors import ProviderError
-from connectors.base import BaseEntity, FileEntity, SkipEntity, SourceError
-from connectors.converters import convert_file
+from connectors.base import BaseEntity, BaseSource, BlobEntity, FileEntity, SkipEntity, SourceError
+from connectors.converters import convert_bytes, convert_file
 from connectors.registry import get_source
 from connectors.sync.chunking import chunk_text
 from connectors.sync.jobs import S, sync_job_transition
@@ -85,10 +85,17 @@ class _Pending:
 
 
 class SyncPipeline:
-    """Runs one sync job to its end. `on_progress(counters)` is called after every batch."""
+    """Runs one sync job to its end. `on_progress(counters)` is called after every batch.
 
-    def __init__(self, job: SyncJob, on_progress: Callable[[JobCounters], None] | None = None):
+    `source` is the source instance to read; by default one is built from the connection's
+    short name, config and decrypted credentials (the push API passes its own, holding the
+    pushed documents, so that pushes and syncs share every rule of this pipeline).
+    """
+
+    def __init__(self, job: SyncJob, on_progress: Callable[[JobCounters], None] | None = None,
+                 source: BaseSource | None = None):
         self.job = job
+        self.source = source
         self.connection = job.source_connection
         self.collection = self.connection.collection
         self.on_progress = on_progress
@@ -125,8 +132,10 @@ class SyncPipeline:
         return job
 
     def _sync(self) -> None:
-        source_cls = get_source(self.connection.short_name)
-        source = source_cls(self.connection.config, decrypt_json(self.connection.encrypted_credentials))
+        source = self.source
+        if source is None:
+            source_cls = get_source(self.connection.short_name)
+            source = source_cls(self.connection.config, decrypt_json(self.connection.encrypted_credentials))
         cursor_row = SyncCursor.objects.filter(sync_id=self.job.sync_id).first()
         cursor = {} if self.job.force_full_sync or cursor_row is None else cursor_row.data
         known = collection_selectors.entity_hashes(source_connection=self.connection)
@@ -138,7 +147,7 @@ class SyncPipeline:
                 continue
             seen.add(entity.entity_id)
             self.counters.encountered[entity.entity_type()] += 1
-            if isinstance(entity, FileEntity) and entity.size > settings.AIRWEAVE_MAX_FILE_BYTES:
+            if isinstance(entity, (FileEntity, BlobEntity)) and entity.size > settings.AIRWEAVE_MAX_FILE_BYTES:
                 # Not even hashed: reading a huge file only to skip it would stall the job.
                 self.counters.skip(entity.entity_id, f"file too large: {entity.size} bytes > limit "
                                                      f"{settings.AIRWEAVE_MAX_FILE_BYTES} bytes")
@@ -160,6 +169,8 @@ class SyncPipeline:
 
         if source.is_full_listing():
             self._delete_missing(known, seen)
+        else:
+            self._delete_reported(source, known, seen)
         keyword_stats_refresh(self.collection.id)
         self._checkpoint()
         SyncCursor.objects.update_or_create(sync_id=self.job.sync_id, defaults={"data": source.next_cursor()})
@@ -176,6 +187,13 @@ class SyncPipeline:
             )
             return
         self.counters.deleted += entities_delete(source_connection=self.connection, entity_ids=missing)
+
+    def _delete_reported(self, source: BaseSource, known: dict[str, str], seen: set[str]) -> None:
+        """Deletions an incremental source observed itself (no listing guard: they are explicit)."""
+        gone = [entity_id for entity_id in dict.fromkeys(source.deleted_entity_ids(set(known)))
+                if entity_id in known and entity_id not in seen]
+        if gone:
+            self.counters.deleted += entities_delete(source_connection=self.connection, entity_ids=gone)
 
     def _index(self, batch: list[_Pending]) -> None:
         """Convert, chunk, embed and write a batch of new or changed entities."""
@@ -226,6 +244,9 @@ class SyncPipeline:
         """
         if isinstance(entity, FileEntity):
             text = convert_file(entity.path, max_bytes=settings.AIRWEAVE_MAX_FILE_BYTES).text
+        elif isinstance(entity, BlobEntity):
+            text = convert_bytes(entity.read_bytes(), entity.file_name,
+                                 max_bytes=settings.AIRWEAVE_MAX_FILE_BYTES).text
         else:
             text = entity.textual_representation()
         name = " ".join((entity.name or "").split())
