@@ -25,7 +25,7 @@ from pathlib import Path
 
 from connectors.base import SkipEntity
 from connectors.converters import html
-from connectors.converters._common import Document, clean_text, decode_text
+from connectors.converters._common import Document, check_not_binary, clean_text, decode_text
 
 EXTENSIONS = frozenset({".eml"})
 
@@ -135,7 +135,10 @@ def parse_message(raw: bytes | Message) -> ParsedMail:
 
 
 def convert(data: bytes, path: Path, max_bytes: int) -> Document:
+    check_not_binary(data)
     mail = parse_message(data)
+    if not (mail.subject or mail.sender or mail.message_id or mail.date):
+        raise SkipEntity("unreadable e-mail: no message headers")
     fields = {"from": mail.sender, "to": mail.to, "message_id": mail.message_id,
               "date": mail.date.isoformat() if mail.date else None}
     return Document(text=mail.render(), title=mail.subject or None, fields=fields)

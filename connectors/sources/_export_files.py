@@ -5,8 +5,8 @@
     tree.read(name, max_bytes)        # bytes; raises SkipEntity when too large or unreadable
     tree.size(name), tree.mtime(name) # bytes; datetime (UTC) or None
 
-A zip whose every member sits under one top folder (what "compress folder" makes) is read as
-if that folder were the root. Members are read in memory, never extracted, so a hostile name
+A zip made by compressing the export's folder is read from inside that folder when the
+source names a file of the export's root (`root_marker`). Members are read in memory, never extracted, so a hostile name
 (`../x`) cannot write anywhere; a member that inflates past `max_bytes` is skipped.
 
 `validate_export_path(raw, for_api)` is the config check shared by the export sources: the
@@ -118,17 +118,22 @@ class FolderTree(ExportTree):
 
 
 class ZipTree(ExportTree):
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, root_marker: str | None = None):
         try:
             self.zip = zipfile.ZipFile(path)
         except (zipfile.BadZipFile, OSError) as exc:
             raise SourceError(f"cannot open zip {path}: {exc}", category="config_error") from exc
         infos = [i for i in self.zip.infolist() if not i.is_dir()]
-        tops = {PurePosixPath(i.filename).parts[0] for i in infos if PurePosixPath(i.filename).parts}
-        nested = len(tops) == 1 and all(len(PurePosixPath(i.filename).parts) > 1 for i in infos)
-        self.prefix = (next(iter(tops)) + "/") if nested and infos else ""
+        self.prefix = ""
+        if root_marker and not any(i.filename == root_marker for i in infos):
+            nested = sorted(i.filename for i in infos if PurePosixPath(i.filename).name == root_marker
+                            and len(PurePosixPath(i.filename).parts) == 2)
+            if nested:
+                self.prefix = nested[0][: -len(root_marker)]
         self.infos = {}
         for info in infos:
+            if not info.filename.startswith(self.prefix):
+                continue
             name = info.filename[len(self.prefix):]
             parts = PurePosixPath(name).parts
             if not parts or any(p.startswith(".") or p == "__MACOSX" for p in parts):
@@ -164,11 +169,15 @@ class ZipTree(ExportTree):
         self.zip.close()
 
 
-def open_export(path: str) -> ExportTree:
-    """An ExportTree over a folder or a zip file. Raises SourceError(category="config_error")."""
+def open_export(path: str, root_marker: str | None = None) -> ExportTree:
+    """An ExportTree over a folder or a zip file. Raises SourceError(category="config_error").
+
+    `root_marker` names a file of the export's root (Slack: channels.json): in a zip where it
+    sits one folder down (a compressed folder), that folder is read as the root.
+    """
     p = Path(path or "").expanduser()
     if p.is_dir():
         return FolderTree(p.resolve())
     if p.is_file():
-        return ZipTree(p)
+        return ZipTree(p, root_marker)
     raise SourceError(f"export not found: {path}", category="config_error")

@@ -137,7 +137,7 @@ class SlackExportSource(BaseSource):
     def generate_entities(self, cursor: dict) -> Iterator[BaseEntity]:
         """Channels first, then each channel's messages in time order."""
         self._complete = True
-        tree = open_export(self.config["path"])
+        tree = open_export(self.config["path"], root_marker="channels.json")
         names = tree.names()
         users = self._users(tree, names)
         channels = self._channels(tree, names)
