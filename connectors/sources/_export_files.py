@@ -9,9 +9,10 @@ A zip made by compressing the export's folder is read from inside that folder wh
 source names a file of the export's root (`root_marker`). Members are read in memory, never extracted, so a hostile name
 (`../x`) cannot write anywhere; a member that inflates past `max_bytes` is skipped.
 
-`validate_export_path(raw, for_api)` is the config check shared by the export sources: the
-path must exist and be a folder or a zip file; API callers are held to AIRWEAVE_LOCAL_ROOTS
-like `local_files`.
+`validate_local_path(raw, for_api)` is the config check of every source that reads a path of
+this server (exports, mail files, git repositories, SQLite): the path must exist, and API
+callers are held to AIRWEAVE_LOCAL_ROOTS like `local_files`. `validate_export_path` adds:
+a folder or a zip file.
 """
 from __future__ import annotations
 
@@ -23,8 +24,12 @@ from pathlib import Path, PurePosixPath
 from connectors.base import SkipEntity, SourceError
 
 
-def validate_export_path(raw: str, *, for_api: bool, field: str = "path") -> str:
-    """The resolved absolute path of an export folder or zip. Raises ValueError naming `field`."""
+def validate_local_path(raw: str, *, for_api: bool, field: str = "path") -> Path:
+    """The resolved absolute path of an existing file or folder named by a config field.
+
+    API callers must give an absolute path under AIRWEAVE_LOCAL_ROOTS (checked before existence,
+    so they cannot probe the rest of the disk). Raises ValueError naming `field`.
+    """
     from connectors.sources.local_files import allowed_roots
 
     raw = (raw or "").strip()
@@ -42,6 +47,12 @@ def validate_export_path(raw: str, *, for_api: bool, field: str = "path") -> str
                          "(AIRWEAVE_LOCAL_ROOTS)")
     if not resolved.exists():
         raise ValueError(f"config field '{field}': {raw!r} does not exist")
+    return resolved
+
+
+def validate_export_path(raw: str, *, for_api: bool, field: str = "path") -> str:
+    """The resolved absolute path of an export folder or zip. Raises ValueError naming `field`."""
+    resolved = validate_local_path(raw, for_api=for_api, field=field)
     if resolved.is_file() and not zipfile.is_zipfile(resolved):
         raise ValueError(f"config field '{field}': {raw!r} is a file but not a zip archive")
     if not (resolved.is_dir() or resolved.is_file()):

@@ -34,6 +34,7 @@ from connectors.base import (BaseEntity, BaseSource, BlobEntity, Breadcrumb, Con
 from connectors.converters import SUPPORTED_EXTENSIONS
 from connectors.converters.mail import ParsedMail, normalize_subject, parse_message
 from connectors.registry import source
+from connectors.sources._export_files import validate_local_path
 
 logger = logging.getLogger(__name__)
 
@@ -125,27 +126,6 @@ class MailEntityBuilder:
             )
 
 
-def _existing_path(raw: str, field: str, *, for_api: bool) -> Path:
-    from connectors.sources.local_files import allowed_roots
-
-    raw = (raw or "").strip()
-    if not raw:
-        raise ValueError(f"config field '{field}' must not be empty")
-    try:
-        expanded = Path(raw).expanduser()
-        if for_api and not expanded.is_absolute():
-            raise ValueError(f"config field '{field}' must be an absolute path")
-        resolved = expanded.resolve()
-    except (OSError, RuntimeError) as exc:
-        raise ValueError(f"config field '{field}': cannot resolve {raw!r} ({exc})") from exc
-    if for_api and not any(resolved.is_relative_to(root) for root in allowed_roots()):
-        raise ValueError(f"config field '{field}': {raw!r} is outside the folders this server allows "
-                         "(AIRWEAVE_LOCAL_ROOTS)")
-    if not resolved.exists():
-        raise ValueError(f"config field '{field}': {raw!r} does not exist")
-    return resolved
-
-
 def _looks_like_mbox(path: Path) -> bool:
     try:
         with open(path, "rb") as fh:
@@ -174,7 +154,7 @@ class MboxSource(BaseSource):
     @classmethod
     def validate_config(cls, config: dict, *, for_api: bool = False) -> dict:
         out = super().validate_config(config, for_api=for_api)
-        path = _existing_path(out["path"], "path", for_api=for_api)
+        path = validate_local_path(out["path"], for_api=for_api)
         if path.is_file() and not _looks_like_mbox(path):
             raise ValueError(f"config field 'path': {out['path']!r} is not an mbox file (it must start with 'From ')")
         out["path"] = str(path)
@@ -234,7 +214,7 @@ class MaildirSource(BaseSource):
     @classmethod
     def validate_config(cls, config: dict, *, for_api: bool = False) -> dict:
         out = super().validate_config(config, for_api=for_api)
-        path = _existing_path(out["path"], "path", for_api=for_api)
+        path = validate_local_path(out["path"], for_api=for_api)
         if not all((path / sub).is_dir() for sub in ("cur", "new")):
             raise ValueError(f"config field 'path': {out['path']!r} is not a Maildir (no cur/ and new/ folders)")
         out["path"] = str(path)
