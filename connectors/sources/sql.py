@@ -351,6 +351,8 @@ class _ServerSQLSource(SQLSource):
             if self.dialect == "mysql" and not host.endswith(".sock"):
                 host = f"{host.rstrip('/')}/mysqld.sock"
             query[self.socket_param] = host
+            if self.dialect == "postgresql" and self.config.get("port"):
+                query["port"] = str(self.config["port"])  # names the socket file (.s.PGSQL.<port>)
         url = sa.URL.create(self.driver, username=self.credentials.get("username") or None,
                             password=self.credentials.get("password") or None,
                             host=None if socket_folder else host,
