@@ -45,6 +45,13 @@ class EventStream:
         return event
 
 
+def heartbeat_seconds() -> float:
+    """Seconds of silence after which a stream sends a `heartbeat` event (AIRWEAVE_HEARTBEAT_SECONDS)."""
+    from django.conf import settings
+
+    return float(getattr(settings, "AIRWEAVE_HEARTBEAT_SECONDS", 30.0))
+
+
 def sync_job_group(job_id) -> str:
     """The channel-layer group that carries one sync job's events."""
     return f"sync_job.{job_id}"

@@ -26,22 +26,36 @@ class AgentToolbox:
     collected: dict[str, Candidate] = field(default_factory=dict)
     seen: dict[str, Candidate] = field(default_factory=dict)
 
-    SPECS = {
-        "search": "search(query: str, limit: int = 10) — hybrid search; returns result ids, names and snippets",
-        "read": "read(entity_id: str) — the full text of one entity (its original_entity_id)",
-        "get_parent": "get_parent(entity_id: str) — the entity's parent (its last breadcrumb)",
-        "get_children": "get_children(entity_id: str) — entities whose parent is this one",
-        "get_siblings": "get_siblings(entity_id: str) — entities with the same parent",
-        "count": "count(query: str) — how many entities match the query's keywords",
-        "collect": "collect(ids: [str]) — keep these result ids for the final answer",
-        "finish": "finish() — stop; the collected results are returned",
-    }
+    # OpenAI-style function definitions, sent as the model's `tools`.
+    TOOLS = [
+        {"name": "search", "description": "Hybrid search of the collection; returns result ids, names and snippets.",
+         "parameters": {"type": "object", "additionalProperties": False, "required": ["query"], "properties": {
+             "query": {"type": "string", "description": "what to look for"},
+             "limit": {"type": "integer", "minimum": 1, "maximum": 25, "description": "results (default 10)"}}}},
+        *({"name": name, "description": description,
+           "parameters": {"type": "object", "additionalProperties": False, "required": ["entity_id"],
+                          "properties": {"entity_id": {"type": "string", "description": "an original_entity_id"}}}}
+          for name, description in (
+              ("read", "The full text of one entity."),
+              ("get_parent", "The entity's parent (its last breadcrumb)."),
+              ("get_children", "Entities whose parent is this one."),
+              ("get_siblings", "Entities with the same parent."))),
+        {"name": "count", "description": "How many entities match the query's keywords.",
+         "parameters": {"type": "object", "additionalProperties": False, "required": ["query"],
+                        "properties": {"query": {"type": "string"}}}},
+        {"name": "collect", "description": "Keep these result ids (from search or read) for the final answer.",
+         "parameters": {"type": "object", "additionalProperties": False, "required": ["ids"],
+                        "properties": {"ids": {"type": "array", "items": {"type": "string"}}}}},
+        {"name": "finish", "description": "Stop; the collected results are returned.",
+         "parameters": {"type": "object", "additionalProperties": False, "properties": {}}},
+    ]
+    NAMES = tuple(tool["name"] for tool in TOOLS)
 
     def run(self, tool: str, arguments: dict) -> dict:
         """Run `tool`; unknown tools and bad arguments give an error observation, never an exception."""
         method = getattr(self, f"tool_{tool}", None)
-        if method is None:
-            return {"error": f"unknown tool '{tool}'; tools: {', '.join(self.SPECS)}"}
+        if method is None or tool not in self.NAMES:
+            return {"error": f"unknown tool '{tool}'; tools: {', '.join(self.NAMES)}"}
         try:
             return method(**(arguments or {}))
         except (TypeError, ValueError) as exc:

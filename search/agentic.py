@@ -1,8 +1,10 @@
 """The agentic tier: a language model drives a bounded loop of tools over the collection.
 
-Each step the model answers with structured output `{thought, tool, arguments_json}`; the tool
-runs (search/agent_tools.py) and its observation is added to the transcript. The loop stops at
-`finish` or after `agentic_max_iterations` (defaults.yml). Events: `start`, `thinking` (when asked),
+Each step is one assistant turn with native tool calling (the OpenAI `tools` protocol, which every
+OpenAI-compatible provider of defaults.yml speaks): the model may call one or more tools
+(search/agent_tools.py), each observation goes back as a `tool` message. The loop stops when the
+model calls `finish`, answers without a tool call, or after `agentic_max_iterations` turns
+(defaults.yml). Events: `start`, `thinking` (the model's text beside its calls, when asked),
 `tool_call`, `done`; without any language model the agent makes one hybrid search and says why.
 """
 from __future__ import annotations
@@ -21,17 +23,9 @@ from search.instant import SearchRequestError
 from search.results import v2_candidate
 
 SYSTEM = ("You are a research agent searching one document collection to find every result that answers the "
-          "user's question. Each turn, think briefly, then call exactly one tool. Search with different "
-          "wordings, read promising entities, and collect the result ids that answer the question. Call "
-          "finish when you have collected enough.\nTools:\n")
-SCHEMA = {
-    "type": "object", "additionalProperties": False, "required": ["thought", "tool", "arguments_json"],
-    "properties": {
-        "thought": {"type": "string"},
-        "tool": {"type": "string", "enum": list(AgentToolbox.SPECS)},
-        "arguments_json": {"type": "string", "description": "the tool's arguments as a JSON object"},
-    },
-}
+          "user's question. Think briefly before each tool call. Search with different wordings, read promising "
+          "entities, and collect the result ids that answer the question. Call finish when you have collected "
+          "enough.")
 OBSERVATION_CHARS = 6000
 
 
@@ -58,40 +52,49 @@ def search_agentic(*, collection: Collection, query: str, filter_groups: list | 
     stream.emit("start", query=query, collection_id=collection.readable_id)
     max_iterations = int(search_defaults().get("agentic_max_iterations", 6))
     chain = chain_for("agentic")
-    system = SYSTEM + "\n".join(f"- {spec}" for spec in AgentToolbox.SPECS.values())
-    transcript = [f"Question: {query}"]
-    iterations, provider, last_search = 0, None, []
-    while iterations < max_iterations:
+    messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": query}]
+    iterations, provider, last_search, finished = 0, None, [], False
+    while iterations < max_iterations and not finished:
         iterations += 1
         try:
-            step, provider = chain.call(lambda model, spec: model.complete_json(
-                system=system, user="\n\n".join(transcript), schema=SCHEMA, name="agent_step"))
+            turn, provider = chain.call(lambda model, spec: model.complete_tools(messages=messages,
+                                                                               tools=AgentToolbox.TOOLS))
         except NoProviderAvailable as exc:
             if iterations == 1:
                 return _without_model(toolbox, query, limit, thinking, stream, str(exc))
             stream.emit("error", message=f"the agent lost its language model: {exc}")
             break
-        tool = step.get("tool", "")
-        try:
-            arguments = json.loads(step.get("arguments_json") or "{}")
-        except json.JSONDecodeError:
-            arguments = None
-        if thinking and step.get("thought"):
-            stream.emit("thinking", text=step["thought"], iteration=iterations)
-        observation = (toolbox.run(tool, arguments) if isinstance(arguments, dict)
-                       else {"error": "arguments_json must be a JSON object"})
-        if tool == "search" and "results" in observation:
-            last_search = [r["id"] for r in observation["results"]]
-        stream.emit("tool_call", tool=tool, arguments=arguments, iteration=iterations,
-                    result_count=len(observation.get("results", observation.get("children", []))))
-        transcript.append(f"Step {iterations}: {tool}({json.dumps(arguments)})\n"
-                          f"Observation: {json.dumps(observation, default=str)[:OBSERVATION_CHARS]}")
-        if tool == "finish":
+        if thinking and turn["content"]:
+            stream.emit("thinking", text=turn["content"], iteration=iterations)
+        if not turn["tool_calls"]:  # an answer without a call ends the loop like `finish`
             break
+        messages.append({"role": "assistant", "content": turn["content"] or None, "tool_calls": [
+            {"id": call["id"], "type": "function", "function": {"name": call["name"], "arguments": call["arguments"]}}
+            for call in turn["tool_calls"]]})
+        for call in turn["tool_calls"]:
+            observation, arguments = _run_call(toolbox, call)
+            if call["name"] == "search" and "results" in observation:
+                last_search = [r["id"] for r in observation["results"]]
+            stream.emit("tool_call", tool=call["name"], arguments=arguments, iteration=iterations,
+                        result_count=len(observation.get("results", observation.get("children", []))))
+            messages.append({"role": "tool", "tool_call_id": call["id"],
+                             "content": json.dumps(observation, default=str)[:OBSERVATION_CHARS]})
+            finished = finished or call["name"] == "finish"
     chosen = list(toolbox.collected.values()) or [toolbox.seen[i] for i in last_search if i in toolbox.seen]
     results = [v2_candidate(c) for c in chosen[:limit]]
     stream.emit("done", results=results, iterations=iterations, provider=provider)
     return AgenticResponse(results=results, iterations=iterations, provider=provider, events=stream.events)
+
+
+def _run_call(toolbox: AgentToolbox, call: dict) -> tuple[dict, dict | None]:
+    """Run one tool call; arguments that are not a JSON object come back to the model as an error."""
+    try:
+        arguments = json.loads(call["arguments"] or "{}")
+    except json.JSONDecodeError:
+        arguments = None
+    if not isinstance(arguments, dict):
+        return {"error": "the arguments must be a JSON object"}, None
+    return toolbox.run(call["name"], arguments), arguments
 
 
 def _without_model(toolbox: AgentToolbox, query: str, limit: int, thinking: bool, stream: EventStream,

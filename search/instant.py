@@ -56,7 +56,7 @@ def search_instant(*, collection: Collection, request: InstantSearchRequest) -> 
     condition = compile_filter_groups(request.filter)
     vector = None
     if request.retrieval_strategy != "keyword":
-        vector = get_embedder(collection.embedding_model_name).embed([query])[0]
+        vector = get_embedder(collection.embedding_model_name).embed_queries([query])[0]
     hits = retrieve(RetrievalQuery(
         collection_id=collection.id, dims=collection.vector_size, text=query, query_vector=vector,
         strategy=request.retrieval_strategy, condition=condition, principals=request.principals,

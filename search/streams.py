@@ -12,10 +12,9 @@ from typing import AsyncIterator, Callable
 
 from django.db import close_old_connections, connection
 
-from airweave.events import EventStream
+from airweave.events import EventStream, heartbeat_seconds
 
 logger = logging.getLogger(__name__)
-HEARTBEAT_SECONDS = 30.0
 _END = object()
 
 
@@ -24,11 +23,12 @@ def sse_frame(event: dict) -> str:
 
 
 async def stream_from_thread(run: Callable[[EventStream], None], *, first: dict | None = None,
-                             heartbeat: float = HEARTBEAT_SECONDS) -> AsyncIterator[dict]:
+                             heartbeat: float | None = None) -> AsyncIterator[dict]:
     """Yield the events that `run(stream)` emits from a worker thread, plus heartbeats when idle.
 
     `first` (type and payload) is emitted before `run` starts, e.g. {"type": "connected"}.
     """
+    heartbeat = heartbeat or heartbeat_seconds()
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue = asyncio.Queue()
     stream = EventStream(lambda event: loop.call_soon_threadsafe(queue.put_nowait, event))

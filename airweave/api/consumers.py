@@ -7,6 +7,7 @@ by the same serializer) per JSON message and stays open for the next; bad messag
 """
 from __future__ import annotations
 
+import asyncio
 import json
 
 from channels.db import database_sync_to_async
@@ -15,7 +16,7 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from airweave.api.serializers import PipelineSearchRequestSerializer
 from airweave.api.sync_events import job_snapshot, renumbered
 from airweave.collections.models import Collection
-from airweave.events import EventStream, sync_job_group
+from airweave.events import EventStream, heartbeat_seconds, sync_job_group
 from search.filters import FilterError
 from search.instant import SearchRequestError
 from search.pipeline import PipelineRequest, search_prepare, search_run
@@ -23,6 +24,11 @@ from search.streams import stream_from_thread
 
 
 class SyncJobConsumer(AsyncJsonWebsocketConsumer):
+    """Streams one sync job's events; a `heartbeat` after AIRWEAVE_HEARTBEAT_SECONDS of silence."""
+
+    heartbeats: asyncio.Task | None = None
+    closed = False
+
     async def connect(self):
         organization = self.scope.get("organization")
         job_id = str(self.scope["url_route"]["kwargs"]["job_id"])
@@ -33,20 +39,39 @@ class SyncJobConsumer(AsyncJsonWebsocketConsumer):
         self.group = sync_job_group(job_id)
         await self.channel_layer.group_add(self.group, self.channel_name)  # before the snapshot: nothing is missed
         await self.accept()
+        self.last_sent = asyncio.get_running_loop().time()
         for event in await job_snapshot(organization, job_id) or []:
-            await self.send_json(renumbered(self.stream, event))
-            if event["type"] == "sync_complete":
-                await self.close()
+            await self.send_event(event)
+        if not self.closed:
+            self.heartbeats = asyncio.ensure_future(self.send_heartbeats(heartbeat_seconds()))
+
+    async def send_event(self, event: dict) -> None:
+        if self.closed:
+            return
+        await self.send_json(renumbered(self.stream, event))
+        self.last_sent = asyncio.get_running_loop().time()
+        if event.get("type") == "sync_complete":
+            self.closed = True
+            await self.close()
+
+    async def send_heartbeats(self, interval: float) -> None:
+        loop = asyncio.get_running_loop()
+        while not self.closed:
+            idle = loop.time() - self.last_sent
+            if idle >= interval:
+                await self.send_event({"type": "heartbeat"})
+                idle = 0.0
+            await asyncio.sleep(interval - idle)
 
     async def disconnect(self, code):
+        self.closed = True
+        if self.heartbeats is not None:
+            self.heartbeats.cancel()
         if getattr(self, "group", None):
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
     async def stream_event(self, message):
-        await self.send_json(renumbered(self.stream, message["event"]))
-        if message["event"].get("type") == "sync_complete":
-            await self.close()
-
+        await self.send_event(message["event"])
 
 
 class SearchConsumer(AsyncJsonWebsocketConsumer):

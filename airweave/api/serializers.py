@@ -9,13 +9,19 @@ from airweave.collections.selectors import collection_status, entity_counts_by_t
 
 
 class StrictSerializer(serializers.Serializer):
-    """Refuses fields it does not declare, so a typo is an error, not a silent no-op."""
+    """Refuses fields it does not declare, so a typo is an error, not a silent no-op, and text
+    fields that receive a number or a boolean (DRF would quietly turn 42 into "42")."""
 
     def to_internal_value(self, data):
         if isinstance(data, dict):
             unknown = sorted(set(data) - set(self.fields))
             if unknown:
                 raise serializers.ValidationError({k: ["Unknown field."] for k in unknown})
+            not_text = sorted(name for name, field in self.fields.items()
+                              if isinstance(field, serializers.CharField) and name in data
+                              and data[name] is not None and not isinstance(data[name], str))
+            if not_text:
+                raise serializers.ValidationError({k: ["Must be a string."] for k in not_text})
         return super().to_internal_value(data)
 
 

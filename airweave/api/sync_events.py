@@ -8,9 +8,7 @@ from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 
 from airweave.collections.models import SyncJob
-from airweave.events import EventStream, make_event, sync_job_group
-
-HEARTBEAT_SECONDS = 30.0
+from airweave.events import EventStream, heartbeat_seconds, make_event, sync_job_group
 
 
 @database_sync_to_async
@@ -45,11 +43,12 @@ async def job_snapshot(organization, job_id: str) -> list[dict] | None:
     return events
 
 
-async def job_events(organization, job_id: str, heartbeat: float = HEARTBEAT_SECONDS) -> AsyncIterator[dict]:
+async def job_events(organization, job_id: str, heartbeat: float | None = None) -> AsyncIterator[dict]:
     """The job's snapshot, then its live events until `sync_complete`, numbered for this stream.
 
     Subscribes before reading the snapshot, so no event falls between the two.
     """
+    heartbeat = heartbeat or heartbeat_seconds()
     stream = EventStream()
     layer = get_channel_layer()
     channel = await layer.new_channel()
@@ -78,4 +77,4 @@ async def job_events(organization, job_id: str, heartbeat: float = HEARTBEAT_SEC
 def renumbered(stream: EventStream, event: dict) -> dict:
     """`event` with the next sequence number of `stream` (events from other processes carry none)."""
     fresh = stream.make(event["type"])
-    return {**event, "seq": fresh["seq"]}
+    return {**fresh, **event, "seq": fresh["seq"]}

@@ -13,8 +13,9 @@ class ProviderUnavailable(Exception):
 def get_embedder(model_name: str, batch_size: int = 64):
     """The embedder for a collection's pinned model.
 
-    Returns an object with `embed(texts) -> ndarray (n, dims)`, `tokenizer`, `max_tokens`.
-    Local models load once per process; OpenAI-compatible models call their endpoint (key and
+    Returns an object with `embed(texts)` for documents and `embed_queries(texts)` for queries
+    (both → float32 ndarray (n, dims), L2-normalised), `tokenizer`, `max_tokens`.
+    Local models load once per process; OpenAI-compatible and Cohere models call their endpoint (key and
     base URL from the environment, as for every provider). Raises KeyError for an unknown model
     and ProviderUnavailable when the model's provider is not configured.
     """
@@ -30,4 +31,9 @@ def get_embedder(model_name: str, batch_size: int = 64):
 
         return OpenAICompatibleEmbedder(model=model.model, dimensions=model.dimensions, max_tokens=model.max_tokens,
                                         api_key=spec.api_key, base_url=spec.base_url)
+    if spec.kind == "cohere":
+        from airweave.providers.cohere_provider import CohereEmbedder
+
+        return CohereEmbedder(model=model.model, dimensions=model.dimensions, max_tokens=model.max_tokens,
+                              api_key=spec.api_key, base_url=spec.base_url)
     raise ProviderUnavailable(f"embedding model {model.name}: provider kind '{spec.kind}' has no embedding client yet")

@@ -67,6 +67,10 @@ class LocalEmbedder:
             convert_to_numpy=True, show_progress_bar=False,
         )
 
+    def embed_queries(self, texts: list[str]):
+        """Queries embed like documents with MiniLM (a symmetric model)."""
+        return self.embed(texts)
+
 
 def get_local_embedder(model: str = "all-MiniLM-L6-v2", batch_size: int = 64) -> LocalEmbedder:
     """The process-wide LocalEmbedder for `model` (created once, thread-safe)."""

@@ -34,6 +34,25 @@ class OpenAICompatibleModel:
         except json.JSONDecodeError:
             raise ProviderError(f"{self.model} returned invalid JSON", retryable=True) from None
 
+    def complete_tools(self, *, messages: list[dict], tools: list[dict]) -> dict:
+        """One assistant turn with native tool calling.
+
+        `messages` are chat messages (system, user, assistant with `tool_calls`, tool results);
+        `tools` are function definitions `{name, description, parameters (JSON Schema)}`.
+        Returns `{"content": str, "tool_calls": [{"id", "name", "arguments"}]}` where `arguments`
+        is the JSON string the model wrote (parsed by the caller, which reports bad JSON back to
+        the model). Raises ProviderError.
+        """
+        with _mapped_errors():
+            response = self.client.chat.completions.create(
+                model=self.model, messages=messages, temperature=0, tool_choice="auto",
+                tools=[{"type": "function", "function": tool} for tool in tools],
+            )
+        message = response.choices[0].message
+        calls = [{"id": call.id, "name": call.function.name, "arguments": call.function.arguments or "{}"}
+                 for call in message.tool_calls or [] if getattr(call, "function", None)]
+        return {"content": message.content or "", "tool_calls": calls}
+
     def stream_text(self, *, system: str, user: str) -> Iterator[str]:
         """Stream the reply's text deltas."""
         with _mapped_errors():
@@ -107,3 +126,7 @@ class OpenAICompatibleEmbedder:
             raise ProviderError(f"{self.model} returned vectors of shape {array.shape}", retryable=False)
         norms = np.linalg.norm(array, axis=1, keepdims=True)
         return array / np.where(norms == 0, 1, norms)
+
+    def embed_queries(self, texts: list[str]):
+        """OpenAI's embedding models embed queries and documents alike."""
+        return self.embed(texts)

@@ -13,7 +13,7 @@ class EmbedQuery(SearchOperation):
     def execute(self, state: SearchState, ctx: Context) -> None:
         if state.retrieval_strategy == "keyword":
             raise OperationSkipped("the keyword strategy needs no query vector")
-        vectors = get_embedder(state.embedding_model).embed(state.all_queries())
+        vectors = get_embedder(state.embedding_model).embed_queries(state.all_queries())
         state.query_vectors = [v.tolist() for v in vectors]
         state.provider_used[self.name] = state.embedding_model
         ctx.emit("embedding_done", op=self.name, count=len(state.query_vectors), dimensions=state.dims)

@@ -169,3 +169,16 @@ def test_oversized_body_answers_413_with_json(client, settings):
     response = client.post("/collections", data='{"name": "' + "a" * 5000 + '"}', content_type="application/json")
     assert response.status_code == 413
     assert "too large" in response.json()["detail"]
+
+
+@pytest.mark.parametrize("url, body", [
+    ("/collections", {"name": 12345}),
+    ("/collections/{rid}/search/instant", {"query": 42}),
+    ("/collections/{rid}/search", {"query": True}),
+])
+def test_numbers_and_booleans_are_not_text(client, make_collection, url, body):
+    collection = make_collection()
+    response = client.post(url.format(rid=collection.readable_id), body, format="json")
+    assert response.status_code == 422
+    [field] = body
+    assert response.json()["detail"][0]["loc"][-1] == field and "string" in response.json()["detail"][0]["msg"]

@@ -79,6 +79,44 @@ def test_websocket_search_streams_the_same_events_as_sse(setup):
     assert over_socket[-2]["results"][0]["name"] == "Laptops"
 
 
+def test_sync_socket_sends_heartbeats_while_the_job_is_quiet(setup, settings):
+    settings.AIRWEAVE_HEARTBEAT_SECONDS = 0.2
+    job = sync_job_start(source_connection=setup["connection"], enqueue=False)  # pending: nothing happens
+
+    async def run():
+        communicator = WebsocketCommunicator(application, f"ws/sync/job/{job.id}/",
+                                             headers=[(b"x-api-key", setup["key"].encode()), (b"origin", b"http://testserver")])
+        connected, _ = await communicator.connect()
+        assert connected
+        events = [await communicator.receive_json_from(timeout=10) for _ in range(4)]
+        await communicator.disconnect()
+        return events
+
+    events = async_to_sync(run)()
+    assert [e["type"] for e in events] == ["connected", "progress", "heartbeat", "heartbeat"]
+    assert [e["seq"] for e in events] == [1, 2, 3, 4] and all("ts" in e for e in events)
+
+
+def test_sync_sse_sends_heartbeats_while_the_job_is_quiet(setup, settings):
+    settings.AIRWEAVE_HEARTBEAT_SECONDS = 0.2
+    job = sync_job_start(source_connection=setup["connection"], enqueue=False)
+    client = APIClient(HTTP_X_API_KEY=setup["key"])
+    response = client.get(f"/sync/job/{job.id}/subscribe", HTTP_ACCEPT="text/event-stream")
+    assert response.status_code == 200 and response["Content-Type"].startswith("text/event-stream")
+
+    async def first_frames(count):
+        frames, iterator = [], response.streaming_content.__aiter__()
+        while len(frames) < count:
+            part = await iterator.__anext__()
+            frames += [f for f in (part if isinstance(part, str) else part.decode()).split("\n\n") if f]
+        await iterator.aclose()
+        return frames
+
+    frames = async_to_sync(first_frames)(4)
+    events = [json.loads(f.removeprefix("data: ")) for f in frames[:4]]
+    assert [e["type"] for e in events] == ["connected", "progress", "heartbeat", "heartbeat"]
+
+
 def test_websocket_refuses_unknown_key_and_foreign_collection(setup):
     async def attempt(path, key):
         communicator = WebsocketCommunicator(application, path, headers=[(b"x-api-key", key.encode()),

@@ -1,6 +1,7 @@
 """OpenAICompatibleModel through the real `openai` SDK against a local server speaking OpenAI's wire format.
 
-complete_json sends a strict json_schema response_format and parses the reply; stream_text yields
+complete_json sends a strict json_schema response_format and parses the reply; complete_tools sends
+function definitions and returns the model's tool calls; stream_text yields
 the streamed deltas in order; every failure becomes a ProviderError whose `retryable` tells the
 fallback chain what to do (429, 5xx, timeouts, dropped connections: retryable; other 4xx: not).
 """
@@ -138,12 +139,34 @@ def test_stream_text_is_lazy_and_yields_before_the_stream_ends(server):
 
 # -- error mapping -------------------------------------------------------------------------------
 
+# -- complete_tools ------------------------------------------------------------------------------
+LOOKUP = {"name": "lookup", "description": "Look a word up.", "parameters": {
+    "type": "object", "additionalProperties": False, "required": ["word"], "properties": {"word": {"type": "string"}}}}
+
+
+def test_complete_tools_sends_functions_and_returns_the_calls(server):
+    server.tool_replies = [{"content": "Checking.", "calls": [("lookup", {"word": "tyre"}), ("lookup", {"word": "tire"})]}]
+    turn = model_for(server).complete_tools(messages=[{"role": "user", "content": "spell it"}], tools=[LOOKUP])
+    assert turn["content"] == "Checking."
+    assert [(c["name"], c["arguments"]) for c in turn["tool_calls"]] == [("lookup", '{"word": "tyre"}'),
+                                                                          ("lookup", '{"word": "tire"}')]
+    assert all(c["id"].startswith("call_") for c in turn["tool_calls"])
+    body = server.requests[0].body
+    assert body["tools"] == [{"type": "function", "function": LOOKUP}] and body["tool_choice"] == "auto"
+
+
+def test_complete_tools_without_calls_returns_the_text(server):
+    server.tool_replies = [{"content": "No tool needed.", "calls": []}]
+    turn = model_for(server).complete_tools(messages=[{"role": "user", "content": "hi"}], tools=[LOOKUP])
+    assert turn == {"content": "No tool needed.", "tool_calls": []}
+
+
 RETRYABLE = [429, 500, 502, 503, "html502", "timeout"]
 NOT_RETRYABLE = [400, 401, 403, 404]
 
 
 @pytest.mark.parametrize("failure", RETRYABLE)
-@pytest.mark.parametrize("call", ["complete_json", "stream_text"])
+@pytest.mark.parametrize("call", ["complete_json", "complete_tools", "stream_text"])
 def test_rate_limits_server_errors_and_timeouts_are_retryable(server, failure, call):
     server.fail(failure)
     model = model_for(server)
@@ -151,6 +174,8 @@ def test_rate_limits_server_errors_and_timeouts_are_retryable(server, failure, c
     with pytest.raises(ProviderError) as caught:
         if call == "complete_json":
             ask(model)
+        elif call == "complete_tools":
+            model.complete_tools(messages=[{"role": "user", "content": "q"}], tools=[LOOKUP])
         else:
             list(model.stream_text(system="s", user="u"))
 
@@ -173,6 +198,8 @@ def test_client_errors_are_not_retryable(server, failure, call):
     with pytest.raises(ProviderError) as caught:
         if call == "complete_json":
             ask(model)
+        elif call == "complete_tools":
+            model.complete_tools(messages=[{"role": "user", "content": "q"}], tools=[LOOKUP])
         else:
             list(model.stream_text(system="s", user="u"))
 

@@ -57,3 +57,35 @@ def test_unknown_embedding_model_is_refused_at_creation(client):
     response = client.post("/collections", {"name": "Odd model", "embedding_model_name": "acme/vectors-9000"},
                            format="json")
     assert response.status_code == 422 and "acme/vectors-9000" in response.json()["detail"][0]["msg"]
+
+
+def test_sync_and_search_with_cohere_embeddings(org, sync_folder, write_files, vendor_server, monkeypatch):
+    server = vendor_server("cohere")
+    server.embedding_dims = 1024
+    configure_provider(monkeypatch, "cohere", server, key="co-embed")
+    collection = collection_create(organization=org, name="Cohere vectors", readable_id="cohere-vectors",
+                                   embedding_model_name="cohere/embed-english-v3.0")
+    _, job = sync_folder(collection, write_files(FILES))
+    assert job.status == "completed", job.error
+    assert set(Chunk.objects.filter(collection=collection).values_list("dims", flat=True)) == {1024}
+    documents = [r for r in server.requests if r.path == "/v2/embed"]
+    assert documents and {r.body["input_type"] for r in documents} == {"search_document"}
+    assert documents[0].body["model"] == "embed-english-v3.0" and documents[0].bearer == "co-embed"
+
+    text = Chunk.objects.get(collection=collection, original_entity_id="b.md").text
+    results = search_instant(collection=collection, request=InstantSearchRequest(
+        query=text, retrieval_strategy="semantic", limit=2)).results
+    assert results[0]["airweave_system_metadata"]["original_entity_id"] == "b.md"
+    assert server.requests[-1].body["input_type"] == "search_query"
+
+
+def test_cohere_embedding_failures_fail_the_sync_with_the_provider_error(org, sync_folder, write_files,
+                                                                          vendor_server, monkeypatch):
+    server = vendor_server("cohere")
+    server.embedding_dims = 1024
+    configure_provider(monkeypatch, "cohere", server)
+    server.fail(401, times=None)
+    collection = collection_create(organization=org, name="Cohere refused", readable_id="cohere-refused",
+                                   embedding_model_name="cohere/embed-english-v3.0")
+    _, job = sync_folder(collection, write_files(FILES))
+    assert job.status == "failed" and "401" in job.error

@@ -13,6 +13,10 @@ Endpoints (shapes as the vendors document them):
     a str is sent verbatim as the content, e.g. to script invalid JSON);
     the reply is validated against the request's schema and any violation is recorded in
     `server.schema_violations` (the fixture fails the test on teardown).
+  - with `tools` (function calling): an assistant message with `tool_calls` (`finish_reason:
+    "tool_calls"`) from `server.tool_replies` (a list of `{content, calls: [(name, arguments)]}`
+    consumed in order, or a callable(body)); dict arguments are checked against the declared
+    function's `parameters` schema (violations recorded), str arguments are sent verbatim.
   - streaming (`stream: true`): `text/event-stream`, chunked transfer encoding, one
     `data: {chat.completion.chunk}` frame per delta (first one carries the role), a final chunk
     with `finish_reason: "stop"`, a usage chunk when `stream_options.include_usage`, then
@@ -21,6 +25,9 @@ Endpoints (shapes as the vendors document them):
 - OpenAI `POST /v1/embeddings`: `{object: list, data: [{object: embedding, index, embedding}],
   model, usage}`; honours `encoding_format` ("float" or "base64" — the SDK asks for base64 by
   default) and `dimensions`. Vectors are deterministic (hash of the text).
+- Cohere v2 `POST /v2/embed`: `{id, embeddings: {float: [[...]]}, texts, meta, response_type:
+  "embeddings_by_type"}`; 1-96 texts and an `input_type` required (as for v3 models); vectors
+  `server.embedding_dims` long (deterministic, hash of the text).
 - Cohere v2 `POST /v2/rerank`: `{id, results: [{index, relevance_score}], meta: {api_version,
   billed_units}}`, best first, `top_n` honoured. Scores come from `server.rerank_scores`
   (callable(query, documents) → one score per document), by default word overlap.
@@ -131,6 +138,7 @@ class VendorServer:
         self.json_replies: dict[str, Any] = {}
         self.stream_replies: Any = []  # list of list[str] consumed in order, or callable(body) -> list[str]
         self.default_stream: list[str] = ["The answer ", "is in the ", "first result. [[1]]"]
+        self.tool_replies: Any = []  # list of {"content", "calls": [(name, args)]} consumed in order, or callable(body)
         self.rerank_scores: Callable[[str, list[str]], list[float]] = overlap_scores
         self.embedding_dims = 1536
         self.timeout_sleep_s = 2.0
@@ -220,6 +228,17 @@ class VendorServer:
             return script
         return _empty_for(name, body)
 
+    def _tool_reply(self, body: dict) -> dict:
+        """The scripted assistant turn for a request with `tools`: {"content": str, "calls": [(name, args)]}."""
+        with self._lock:
+            script = self.tool_replies
+            if isinstance(script, list):
+                if not script:
+                    raise LookupError("no scripted tool-calling reply left")
+                script = script.pop(0)
+        reply = script(body) if callable(script) else script
+        return reply or {"content": "Nothing to do.", "calls": []}
+
     def _stream_reply(self, body: dict) -> list[str]:
         with self._lock:
             script = self.stream_replies
@@ -295,6 +314,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._embeddings(body)
         elif path == "/v2/rerank":
             self._rerank(body)
+        elif path == "/v2/embed":
+            self._cohere_embed(body)
         else:
             self._send_json(404, {"error": {"message": f"Unknown request URL: POST {path}.",
                                             "type": "invalid_request_error", "param": None, "code": "unknown_url"}})
@@ -326,7 +347,12 @@ class _Handler(BaseHTTPRequestHandler):
     # -- OpenAI ------------------------------------------------------------------------------
     def _chat(self, body: dict) -> None:
         response_format = body.get("response_format") or {}
-        if response_format.get("type") == "json_schema":
+        tool_calls = None
+        if body.get("tools"):
+            reply = self.vendor._tool_reply(body)
+            content = reply.get("content") or ""
+            tool_calls = [self._tool_call(body["tools"], name, arguments) for name, arguments in reply.get("calls", [])]
+        elif response_format.get("type") == "json_schema":
             spec = response_format.get("json_schema") or {}
             name = spec.get("name", "")
             reply = self.vendor._json_reply(name, body)
@@ -348,9 +374,10 @@ class _Handler(BaseHTTPRequestHandler):
             "model": body.get("model"),
             "choices": [{
                 "index": 0,
-                "message": {"role": "assistant", "content": content, "refusal": None, "annotations": []},
+                "message": {"role": "assistant", "content": content or (None if tool_calls else ""),
+                            "refusal": None, "annotations": [], **({"tool_calls": tool_calls} if tool_calls else {})},
                 "logprobs": None,
-                "finish_reason": "stop",
+                "finish_reason": "tool_calls" if tool_calls else "stop",
             }],
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                       "total_tokens": prompt_tokens + completion_tokens,
@@ -361,6 +388,16 @@ class _Handler(BaseHTTPRequestHandler):
             "service_tier": "default",
             "system_fingerprint": "fp_vendorserver",
         }, {"x-request-id": f"req_{uuid.uuid4().hex}", "openai-processing-ms": "12"})
+
+    def _tool_call(self, tools: list, name: str, arguments) -> dict:
+        """One `tool_calls` item; dict arguments of a declared tool are checked against its schema."""
+        declared = {t["function"]["name"]: t["function"] for t in tools if t.get("type") == "function"}
+        if isinstance(arguments, dict):
+            if name in declared:
+                _validate(self.vendor, f"tool {name}", declared[name].get("parameters") or {}, arguments)
+            arguments = json.dumps(arguments)
+        return {"id": f"call_{uuid.uuid4().hex[:24]}", "type": "function",
+                "function": {"name": name, "arguments": arguments}}
 
     def _chat_stream(self, body: dict, failure) -> None:
         model = body.get("model")
@@ -441,6 +478,22 @@ class _Handler(BaseHTTPRequestHandler):
                               "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
 
     # -- Cohere ------------------------------------------------------------------------------
+    def _cohere_embed(self, body: dict) -> None:
+        texts = body.get("texts") or []
+        if not texts or len(texts) > 96 or body.get("input_type") not in {"search_document", "search_query",
+                                                                          "classification", "clustering"}:
+            self._send_json(400, {"id": str(uuid.uuid4()), "message": "invalid request: texts must hold 1 to 96 "
+                                  "strings and input_type is required for embed-english-v3.0"})
+            return
+        dims = int(body.get("output_dimension") or self.vendor.embedding_dims)
+        self._send_json(200, {
+            "id": str(uuid.uuid4()),
+            "embeddings": {"float": [fake_embedding(t, dims) for t in texts]},
+            "texts": texts,
+            "meta": {"api_version": {"version": "2"}, "billed_units": {"input_tokens": sum(len(_WORD.findall(t)) for t in texts)}},
+            "response_type": "embeddings_by_type",
+        }, {"x-request-id": uuid.uuid4().hex})
+
     def _rerank(self, body: dict) -> None:
         documents = body.get("documents") or []
         if not documents:

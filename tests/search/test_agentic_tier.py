@@ -35,22 +35,26 @@ def openai_server(vendor_server, monkeypatch):
     return server
 
 
-def step(tool, thought="", **arguments):
-    return {"thought": thought, "tool": tool, "arguments_json": json.dumps(arguments)}
+def turn(*calls, content=""):
+    return {"content": content, "calls": list(calls)}
+
+
+def tool_messages(body) -> list[dict]:
+    return [m for m in body["messages"] if m["role"] == "tool"]
 
 
 def test_agent_searches_reads_collects_and_finishes(collection, openai_server):
     def respond(body):
-        transcript = body["messages"][1]["content"]
-        if "Step 1" not in transcript:
-            return step("search", "Look for the part number.", query="spare part conveyor", limit=5)
-        if "Step 2" not in transcript:
-            return step("read", entity_id="warehouse/inventory.txt")
-        if "Step 3" not in transcript:
-            return step("collect", ids=["warehouse/inventory.txt__chunk_0"])
-        return step("finish", "Found it.")
+        done = len(tool_messages(body))
+        if done == 0:
+            return turn(("search", {"query": "spare part conveyor", "limit": 5}), content="Look for the part number.")
+        if done == 1:
+            return turn(("read", {"entity_id": "warehouse/inventory.txt"}))
+        if done == 2:
+            return turn(("collect", {"ids": ["warehouse/inventory.txt__chunk_0"]}))
+        return turn(("finish", {}), content="Found it.")
 
-    openai_server.json_replies["agent_step"] = respond
+    openai_server.tool_replies = respond
     response = search_agentic(collection=collection, query="Which part does the conveyor need?", thinking=True)
 
     assert [r["entity_id"] for r in response.results] == ["warehouse/inventory.txt__chunk_0"]
@@ -59,29 +63,52 @@ def test_agent_searches_reads_collects_and_finishes(collection, openai_server):
     assert types[0] == "start" and types[-1] == "done"
     assert [e["tool"] for e in response.events if e["type"] == "tool_call"] == ["search", "read", "collect", "finish"]
     assert [e["text"] for e in response.events if e["type"] == "thinking"] == ["Look for the part number.", "Found it."]
-    # the observation of each tool reached the model in the next step's transcript
-    last = openai_server.requests[-1].body["messages"][1]["content"]
-    assert "QX7734" in last and "agent_step" == openai_server.requests[-1].body["response_format"]["json_schema"]["name"]
+    # every request declared the tools; each observation went back as a tool message answering its call
+    last = openai_server.requests[-1].body
+    assert [t["function"]["name"] for t in last["tools"]] == list(agentic.AgentToolbox.NAMES)
+    calls = [c["id"] for m in last["messages"] if m["role"] == "assistant" for c in m["tool_calls"]]
+    assert [m["tool_call_id"] for m in tool_messages(last)] == calls
+    assert "QX7734" in tool_messages(last)[1]["content"]
+
+
+def test_several_calls_in_one_turn_all_run(collection, openai_server):
+    openai_server.tool_replies = [
+        turn(("search", {"query": "bread"}), ("search", {"query": "jupiter storm"}), ("count", {"query": "storm"})),
+        turn(("finish", {})),
+    ]
+    response = search_agentic(collection=collection, query="bread and storms")
+    assert response.iterations == 2
+    assert [e["tool"] for e in response.events if e["type"] == "tool_call"] == ["search", "search", "count", "finish"]
+    observations = tool_messages(openai_server.requests[-1].body)
+    assert len(observations) == 3 and json.loads(observations[2]["content"])["count"] >= 1
 
 
 def test_loop_stops_at_the_iteration_cap(collection, openai_server, monkeypatch):
     monkeypatch.setattr(agentic, "search_defaults", lambda: {"agentic_max_iterations": 3})
-    openai_server.json_replies["agent_step"] = lambda body: step("search", query="bread")
+    openai_server.tool_replies = lambda body: turn(("search", {"query": "bread"}))
     response = search_agentic(collection=collection, query="bread")
     assert response.iterations == 3
     assert response.results and response.results[0]["name"] == "sourdough.md"  # the last search's results
 
 
+def test_a_reply_without_tool_calls_ends_the_loop(collection, openai_server):
+    openai_server.tool_replies = [turn(("search", {"query": "bread"})), turn(content="That is all there is.")]
+    response = search_agentic(collection=collection, query="bread", thinking=True)
+    assert response.iterations == 2 and response.results[0]["name"] == "sourdough.md"
+    assert response.events[-2]["type"] == "thinking" and response.events[-2]["text"] == "That is all there is."
+
+
 def test_bad_tools_and_arguments_are_observations_not_crashes(collection, openai_server):
-    openai_server.json_replies["agent_step"] = [
-        {"thought": "", "tool": "read", "arguments_json": "not json"},
-        step("read", entity_id="nope.md"),
-        step("finish"),
+    openai_server.tool_replies = [
+        turn(("read", "not json")),
+        turn(("read", {"entity_id": "nope.md"}), ("teleport", "{}")),
+        turn(("finish", {})),
     ]
     response = search_agentic(collection=collection, query="anything")
     assert response.iterations == 3 and response.results == []
-    transcript = openai_server.requests[-1].body["messages"][1]["content"]
-    assert "arguments_json must be a JSON object" in transcript and "no entity 'nope.md'" in transcript
+    observations = [m["content"] for m in tool_messages(openai_server.requests[-1].body)]
+    assert "must be a JSON object" in observations[0] and "no entity 'nope.md'" in observations[1]
+    assert "unknown tool 'teleport'" in observations[2]
 
 
 def test_without_a_language_model_the_agent_makes_one_search_and_says_why(collection):
