@@ -41,6 +41,9 @@ INSTALLED_APPS = [
     "airweave.collections",
     "connectors",
     "search",
+    "allauth",
+    "allauth.account",
+    "allauth.socialaccount",
 ]
 
 MIDDLEWARE = [
@@ -51,6 +54,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "allauth.account.middleware.AccountMiddleware",
+    "airweave.api.throttling.RateLimitHeadersMiddleware",
 ]
 
 ROOT_URLCONF = "airweave.urls"
@@ -84,6 +89,10 @@ DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("DB_CONN_MAX_AGE", defau
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_USER_MODEL = "tenancy.User"
+AUTHENTICATION_BACKENDS = [
+    "django.contrib.auth.backends.ModelBackend",
+    "allauth.account.auth_backends.AuthenticationBackend",
+]
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
@@ -108,6 +117,8 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["airweave.api.parsers.StrictJSONParser"],
     "EXCEPTION_HANDLER": "airweave.api.errors.exception_handler",
+    "DEFAULT_THROTTLE_CLASSES": ["airweave.api.throttling.OrganizationRateThrottle",
+                                 "airweave.api.throttling.SearchRateThrottle"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
 }
@@ -149,6 +160,13 @@ def postgres_channel_layer(database: dict) -> dict:
             "CONFIG": {**config, "PSYCOPG_OPTIONS": {"min_size": 1, "max_size": 4}}}
 
 
+# The cache holds rate-limit counters (and allauth's): shared by every process on Redis, per process otherwise.
+if REDIS_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
+                          "KEY_PREFIX": "airweave"}}
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "airweave"}}
+
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [REDIS_URL]}}
@@ -178,8 +196,43 @@ AIRWEAVE_EXACT_SCAN_MAX_CHUNKS = env.int("AIRWEAVE_EXACT_SCAN_MAX_CHUNKS", defau
 # Seconds of silence after which SSE and websocket streams send a `heartbeat` event.
 AIRWEAVE_HEARTBEAT_SECONDS = env.float("AIRWEAVE_HEARTBEAT_SECONDS", default=30.0)
 AIRWEAVE_STUCK_JOB_MINUTES = env.int("AIRWEAVE_STUCK_JOB_MINUTES", default=30)
+# Group nesting followed when resolving a user's groups (levels beyond direct membership).
+AIRWEAVE_ACCESS_GROUP_MAX_DEPTH = env.int("AIRWEAVE_ACCESS_GROUP_MAX_DEPTH", default=10)
 # Fernet keys for credentials at rest, newest first (comma-separated). Default: derived from SECRET_KEY.
 AIRWEAVE_FERNET_KEYS = env.list("AIRWEAVE_FERNET_KEYS", default=[])
+
+# --- Accounts (django-allauth): email login, verification mail, password reset, optional social login ---
+ACCOUNT_ADAPTER = "airweave.tenancy.accounts.AccountAdapter"
+SOCIALACCOUNT_ADAPTER = "airweave.tenancy.accounts.SocialAccountAdapter"
+ACCOUNT_USER_MODEL_USERNAME_FIELD = None
+ACCOUNT_LOGIN_METHODS = {"email"}
+ACCOUNT_SIGNUP_FIELDS = ["email*", "password1*", "password2*"]
+ACCOUNT_UNIQUE_EMAIL = True
+# "mandatory" (default): log in only after following the emailed link; "optional" or "none" for trials.
+ACCOUNT_EMAIL_VERIFICATION = env("AIRWEAVE_EMAIL_VERIFICATION", default="mandatory")
+ACCOUNT_EMAIL_SUBJECT_PREFIX = env("AIRWEAVE_EMAIL_SUBJECT_PREFIX", default="[Airweave] ")
+ACCOUNT_SIGNUP_ENABLED = env.bool("AIRWEAVE_SIGNUP_ENABLED", default=True)
+ACCOUNT_LOGIN_ON_EMAIL_CONFIRMATION = False
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = env("AIRWEAVE_LOGIN_REDIRECT_URL", default="/accounts/")
+# Mail: EMAIL_URL, e.g. smtp+tls://user:password@smtp.example.com:587; default: printed on the console.
+vars().update(env.email_url("EMAIL_URL", default="consolemail://"))
+DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", default="Airweave <noreply@localhost>")
+SERVER_EMAIL = DEFAULT_FROM_EMAIL
+# Social login: AIRWEAVE_SOCIAL_PROVIDERS=google,github with <PROVIDER>_CLIENT_ID and <PROVIDER>_CLIENT_SECRET.
+SOCIALACCOUNT_PROVIDERS = {}
+for _provider in env.list("AIRWEAVE_SOCIAL_PROVIDERS", default=[]):
+    _provider = _provider.strip().lower()
+    INSTALLED_APPS.append(f"allauth.socialaccount.providers.{_provider}")
+    SOCIALACCOUNT_PROVIDERS[_provider] = {"APP": {"client_id": env(f"{_provider.upper()}_CLIENT_ID", default=""),
+                                                  "secret": env(f"{_provider.upper()}_CLIENT_SECRET", default="")}}
+
+# --- Rate limits and quotas, per organization (README: Rate limits and quotas) ---
+AIRWEAVE_RATE_LIMIT = env("AIRWEAVE_RATE_LIMIT", default="600/minute")
+AIRWEAVE_SEARCH_RATE_LIMIT = env("AIRWEAVE_SEARCH_RATE_LIMIT", default="120/minute")
+AIRWEAVE_QUOTA_ENTITIES = env.int("AIRWEAVE_QUOTA_ENTITIES", default=0)  # 0: unlimited
+AIRWEAVE_QUOTA_SEARCHES_PER_MONTH = env.int("AIRWEAVE_QUOTA_SEARCHES_PER_MONTH", default=0)
+AIRWEAVE_QUOTA_SOURCE_CONNECTIONS = env.int("AIRWEAVE_QUOTA_SOURCE_CONNECTIONS", default=0)
 
 LOGGING = {
     "version": 1,

@@ -1,8 +1,10 @@
-"""URL map: the REST API at the root paths of API.md, admin, schema and its docs page."""
+"""URL map: the REST API at the root paths of API.md, admin, accounts pages, schema and its docs page."""
 from django.contrib import admin
 from django.urls import include, path
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("accounts/", include("airweave.web.accounts.urls")),
+    path("accounts/", include("allauth.urls")),
     path("", include("airweave.api.urls")),
 ]

@@ -300,7 +300,7 @@ def warm_up(collection, strategy: str, text: str) -> float:
     from search.instant import InstantSearchRequest, search_instant
 
     started = time.perf_counter()
-    search_instant(collection=collection, request=InstantSearchRequest(
+    search_instant(collection=collection, principals=None, request=InstantSearchRequest(
         query=text, retrieval_strategy=strategy, limit=TOP_K, collapse_entities=True))
     return (time.perf_counter() - started) * 1000
 
@@ -313,7 +313,7 @@ def instant_run(collection, strategy: str, queries: dict[str, str]) -> tuple[dic
     for qid, text in queries.items():
         request = InstantSearchRequest(query=text, retrieval_strategy=strategy, limit=TOP_K, collapse_entities=True)
         started = time.perf_counter()
-        response = search_instant(collection=collection, request=request)
+        response = search_instant(collection=collection, principals=None, request=request)
         latencies.append((time.perf_counter() - started) * 1000)
         run[qid] = [doc_id_of(r["airweave_system_metadata"]["original_entity_id"]) for r in response.results]
     return run, latencies

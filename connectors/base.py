@@ -79,8 +79,13 @@ class BaseEntity:
 
     Subclasses name the entity type (their class name) and say how their text is obtained:
     `textual_representation()` for structured items, or a file to convert (FileEntity).
-    `access_viewers` holds principals (`user:<email>`, `group:<id>`); `access_is_public`
-    opens the entity to the whole organization.
+
+    Access (read only for sources that declare `supports_access_control`; the entities of any
+    other source are visible to the whole organization whatever these fields say):
+    `access_viewers` holds principals, `user:<email>` or `group:<group id>` with the source's
+    own group id (the sync namespaces it per connection); `access_is_public` True opens the
+    entity to the whole organization. Left at None with no viewers, the entity is closed:
+    only organization-wide callers see it.
     """
 
     entity_id: str
@@ -92,7 +97,7 @@ class BaseEntity:
     url: str = ""
     raw_source_fields: dict = field(default_factory=dict)
     access_viewers: list[str] = field(default_factory=list)
-    access_is_public: bool = True
+    access_is_public: bool | None = None
 
     # Fields left out of the content hash because they change without the content changing.
     volatile_fields: ClassVar[tuple[str, ...]] = ()
@@ -186,6 +191,15 @@ class UnreadableEntity(BaseEntity):
         raise SkipEntity(self.reason)
 
 
+@dataclass(frozen=True)
+class AccessMembership:
+    """One member of one of a source's groups: `member` is `user:<email>` or `group:<group id>`
+    (a group of the same source nested inside `group_id`). Ids are the source's own."""
+
+    group_id: str
+    member: str
+
+
 class BaseSource:
     """Base class of every source. Subclasses are registered with `@source(...)`.
 
@@ -238,9 +252,55 @@ class BaseSource:
             out[f.name] = _check_type(f, value)
         return out
 
+    @classmethod
+    def validate_auth(cls, credentials: dict) -> dict:
+        """Return `credentials` checked against `auth_fields` (same rules as validate_config).
+
+        Raises ValueError naming the field to fix.
+        """
+        if not isinstance(credentials, dict):
+            raise ValueError("credentials must be an object")
+        known = {f.name: f for f in cls.auth_fields}
+        unknown = sorted(set(credentials) - set(known))
+        if unknown:
+            raise ValueError(f"unknown credential field(s): {', '.join(unknown)}; expected: "
+                             f"{', '.join(known) or 'none'}")
+        out = {}
+        for f in cls.auth_fields:
+            value = credentials.get(f.name, f.default)
+            if value is None or value == "":
+                if f.required:
+                    raise ValueError(f"credential field '{f.name}' is required ({f.title})")
+                continue
+            out[f.name] = _check_type(f, value, kind="credential")
+        return out
+
     def generate_entities(self, cursor: dict) -> Iterator[BaseEntity]:
         """Yield the source's entities. `cursor` is the last completed job's cursor (a dict).
 
+        """
+        raise NotImplementedError
+
+    def generate_access_memberships(self) -> Iterable[AccessMembership] | None:
+        """The source's group memberships, for sources that declare `supports_access_control`.
+
+        Called once per sync job, before generate_entities. Return None (the default) when the
+        source has no groups: stored memberships are left alone. Otherwise yield every
+        membership: the listing replaces the connection's stored set as a whole (memberships
+        not listed are deleted), so a source that cannot list them all must raise SourceError
+        instead. Groups may contain groups; a user's groups are resolved at search time,
+        through nesting, up to AIRWEAVE_ACCESS_GROUP_MAX_DEPTH levels.
+        """
+        return None
+
+    def search(self, query: str, limit: int) -> list[dict]:
+        """Federated sources (`federated_search`) answer queries at search time.
+
+        Returns up to `limit` results, best first, each shaped like a result of the pipeline
+        endpoint (API.md): at least `entity_id`, `name`, `textual_representation`; a source that
+        declares `supports_access_control` adds `access: {viewers, is_public}` with the same
+        meaning as on entities (no access list = closed). Raise on failure: the search goes on
+        without this source.
         """
         raise NotImplementedError
 
@@ -261,34 +321,6 @@ class BaseSource:
         """
         return ()
 
-    @classmethod
-    def validate_credentials(cls, credentials: dict | None) -> dict:
-        """Return `credentials` checked against `auth_fields` (required fields, types).
-
-        Sources without auth fields accept an empty object. Raises ValueError naming the field.
-        """
-        credentials = credentials or {}
-        if not isinstance(credentials, dict):
-            raise ValueError("credentials must be an object")
-        if not cls.auth_fields:
-            return dict(credentials)
-        known = {f.name: f for f in cls.auth_fields}
-        unknown = sorted(set(credentials) - set(known))
-        if unknown:
-            raise ValueError(f"unknown credential field(s): {', '.join(unknown)}; expected: {', '.join(known)}")
-        out = {}
-        for f in cls.auth_fields:
-            value = credentials.get(f.name, f.default)
-            if value is None:
-                if f.required:
-                    raise ValueError(f"credential field '{f.name}' is required ({f.title})")
-                continue
-            try:
-                out[f.name] = _check_type(f, value)
-            except ValueError as exc:
-                raise ValueError(str(exc).replace("config field", "credential field", 1)) from None
-        return out
-
 
 _TYPE_CHECKS = {
     "string": (str,),
@@ -299,16 +331,16 @@ _TYPE_CHECKS = {
 }
 
 
-def _check_type(f: ConfigField, value):
+def _check_type(f: ConfigField, value, kind: str = "config"):
     expected = _TYPE_CHECKS[f.type]
     if f.type in ("integer", "number") and isinstance(value, bool):
-        raise ValueError(f"config field '{f.name}' must be a {f.type}")
+        raise ValueError(f"{kind} field '{f.name}' must be a {f.type}")
     if not isinstance(value, expected):
-        raise ValueError(f"config field '{f.name}' must be a {f.type}, got {type(value).__name__}")
+        raise ValueError(f"{kind} field '{f.name}' must be a {f.type}, got {type(value).__name__}")
     if f.type == "array" and f.items_type == "string" and not all(isinstance(v, str) for v in value):
-        raise ValueError(f"config field '{f.name}' must be an array of strings")
+        raise ValueError(f"{kind} field '{f.name}' must be an array of strings")
     if "\x00" in repr(value):
-        raise ValueError(f"config field '{f.name}' must not contain NUL characters")
+        raise ValueError(f"{kind} field '{f.name}' must not contain NUL characters")
     if f.enum_values and value not in f.enum_values:
-        raise ValueError(f"config field '{f.name}' must be one of {', '.join(f.enum_values)}")
+        raise ValueError(f"{kind} field '{f.name}' must be one of {', '.join(f.enum_values)}")
     return value

@@ -4,7 +4,10 @@ from __future__ import annotations
 from django.db import transaction
 
 from airweave.collections.models import Collection, SourceConnection, Sync
+from airweave.collections.selectors import source_connection_count
 from airweave.crypto import encrypt_json
+from airweave.tenancy.models import Organization
+from airweave.tenancy.quotas import SOURCE_CONNECTIONS, quota_ensure
 from connectors.registry import get_source
 from connectors.sync.schedules import sync_schedule_apply, validate_cron
 
@@ -23,9 +26,10 @@ def source_connection_create(*, collection: Collection, short_name: str, name: s
                              for_api: bool = True) -> SourceConnection:
     """Create a connection (and its Sync) in `collection`'s organization; start a job if asked.
 
-    `config` is validated against the source's declared config fields; `for_api` applies the
-    API's stricter rules (e.g. local paths only under AIRWEAVE_LOCAL_ROOTS).
-    Raises SourceConnectionError naming the bad field.
+    `config` is validated against the source's declared config fields, and `credentials` (when
+    given) against its declared auth fields; `for_api` applies the API's stricter rules (e.g.
+    local paths only under AIRWEAVE_LOCAL_ROOTS). Raises SourceConnectionError naming the bad
+    field, and QuotaExceeded when the organization has as many connections as its quota allows.
     """
     try:
         source_cls = get_source(short_name)
@@ -35,12 +39,12 @@ def source_connection_create(*, collection: Collection, short_name: str, name: s
         clean_config = source_cls.validate_config(config or {}, for_api=for_api)
     except ValueError as exc:
         raise SourceConnectionError(str(exc), "config") from None
-    try:
-        credentials = source_cls.validate_credentials(credentials)
-    except ValueError as exc:
-        raise SourceConnectionError(str(exc), "authentication.credentials") from None
+    credentials = _valid_credentials(source_cls, credentials)
     cron_schedule = _valid_cron(cron_schedule)
     with transaction.atomic():
+        # Locking the organization's row serialises concurrent creations against the quota.
+        organization = Organization.objects.select_for_update().get(pk=collection.organization_id)
+        quota_ensure(organization, SOURCE_CONNECTIONS, source_connection_count(organization=organization))
         connection = SourceConnection.objects.create(
             organization_id=collection.organization_id, collection=collection,
             name=(name or f"{source_cls.name} connection")[:200], description=description or "",
@@ -65,13 +69,21 @@ def source_connection_delete(*, source_connection: SourceConnection) -> None:
 
 def source_connection_update(*, source_connection: SourceConnection, name: str | None = None,
                              description: str | None = None, config: dict | None = None,
-                             schedule: dict | None = None, modified_by=None, for_api: bool = True) -> SourceConnection:
-    """Rename, re-describe, re-configure or re-schedule a connection. Raises SourceConnectionError."""
+                             schedule: dict | None = None, credentials: dict | None = None, modified_by=None,
+                             for_api: bool = True) -> SourceConnection:
+    """Rename, re-describe, re-configure, re-schedule or re-authenticate a connection.
+
+    `credentials`, when given, replace the stored ones as a whole (validated against the
+    source's auth fields, encrypted at rest). Raises SourceConnectionError.
+    """
     if config is not None:
         try:
             source_connection.config = get_source(source_connection.short_name).validate_config(config, for_api=for_api)
         except ValueError as exc:
             raise SourceConnectionError(str(exc), "config") from None
+    if credentials is not None:
+        source_connection.encrypted_credentials = encrypt_json(
+            _valid_credentials(get_source(source_connection.short_name), credentials))
     if name is not None:
         source_connection.name = name[:200]
     if description is not None:
@@ -88,6 +100,16 @@ def source_connection_update(*, source_connection: SourceConnection, name: str |
             sync.save()
             sync_schedule_apply(sync)
     return source_connection
+
+
+def _valid_credentials(source_cls, credentials: dict | None) -> dict | None:
+    """`credentials` checked against the source's auth fields, when it declares any and they are given."""
+    if not credentials or not source_cls.auth_fields:
+        return credentials
+    try:
+        return source_cls.validate_auth(credentials)
+    except ValueError as exc:
+        raise SourceConnectionError(str(exc), "authentication.credentials") from None
 
 
 def _valid_cron(expression: str) -> str:

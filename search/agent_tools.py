@@ -1,15 +1,19 @@
 """The tools of the agentic tier: search, read, parent/children/siblings, count, collect, finish.
 
 Each tool takes JSON-able arguments and returns a JSON-able observation kept short enough for a
-language model's context. All reads stay inside one collection and the caller's access filter.
+language model's context. All reads stay inside one collection and the caller's access filter:
+search runs the pipeline with the caller's principals; read, parent, children, siblings and
+count read only the entities and chunks the caller may see.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from airweave.collections.access import visible_q
 from airweave.collections.models import Chunk, Entity
 from search.filters import SQLCondition, compile_filter_groups
 from search.pipeline import PipelineRequest, search_prepare, search_run
+from search.results import candidate_text
 from search.state import Candidate
 
 SNIPPET_CHARS = 300
@@ -21,7 +25,7 @@ class AgentToolbox:
     """Tools over one collection for one caller; `collected` holds the chunks the agent kept."""
 
     collection: object
-    principals: list[str] | None = None
+    principals: list[str] | None  # airweave.collections.access.principals_for; None = organization-wide
     filter_groups: list | None = None
     collected: dict[str, Candidate] = field(default_factory=dict)
     seen: dict[str, Candidate] = field(default_factory=dict)
@@ -66,14 +70,17 @@ class AgentToolbox:
         limit = max(1, min(int(limit), 25))
         prepared = search_prepare(collection=self.collection, principals=self.principals, request=PipelineRequest(
             query=str(query)[:1000], filter_groups=self.filter_groups, limit=limit, expand_query=False,
-            interpret_filters=False, rerank=False, generate_answer=False))
+            interpret_filters=False, rerank=False, generate_answer=False), metered=False)
         candidates = search_run(prepared, render=lambda c: c).results
         out = []
         for c in candidates:
-            key = c.chunk.public_id
+            if c.federated is not None:  # a federated source's result: no chunk row behind it
+                key, name, entity_id = str(c.federated.get("entity_id")), c.federated.get("name", ""), None
+            else:
+                key, name, entity_id = c.chunk.public_id, c.chunk.name, c.chunk.original_entity_id
             self.seen[key] = c
-            out.append({"id": key, "name": c.chunk.name, "entity_id": c.chunk.original_entity_id,
-                        "snippet": c.chunk.text[:SNIPPET_CHARS]})
+            out.append({"id": key, "name": name, "entity_id": entity_id,
+                        "snippet": candidate_text(c)[:SNIPPET_CHARS]})
         return {"results": out}
 
     def tool_read(self, entity_id: str) -> dict:
@@ -131,17 +138,7 @@ class AgentToolbox:
         return compile_filter_groups(self.filter_groups)
 
     def _chunks(self):
-        qs = Chunk.objects.filter(collection_id=self.collection.id)
-        if self.principals is not None:
-            from django.db.models import Q
-
-            qs = qs.filter(Q(access_is_public=True) | Q(access_viewers__overlap=self.principals))
-        return qs
+        return Chunk.objects.filter(visible_q(self.principals), collection_id=self.collection.id)
 
     def _entities(self):
-        qs = Entity.objects.filter(collection_id=self.collection.id)
-        if self.principals is not None:
-            from django.db.models import Q
-
-            qs = qs.filter(Q(access_is_public=True) | Q(access_viewers__overlap=self.principals))
-        return qs
+        return Entity.objects.filter(visible_q(self.principals), collection_id=self.collection.id)

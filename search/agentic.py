@@ -17,6 +17,7 @@ from airweave.events import EventStream
 from airweave.providers.catalog import search_defaults
 from airweave.providers.errors import NoProviderAvailable
 from airweave.providers.factory import chain_for
+from airweave.tenancy.quotas import search_quota_consume
 from search.agent_tools import AgentToolbox
 from search.filters import parse_filter_groups
 from search.instant import SearchRequestError
@@ -37,16 +38,21 @@ class AgenticResponse:
     events: list[dict]
 
 
-def search_agentic(*, collection: Collection, query: str, filter_groups: list | None = None, limit: int = 100,
-                   thinking: bool = False, principals: list[str] | None = None,
+def search_agentic(*, collection: Collection, query: str, principals: list[str] | None,
+                   filter_groups: list | None = None, limit: int = 100, thinking: bool = False,
                    stream: EventStream | None = None) -> AgenticResponse:
-    """Run the agent over `collection`. Raises SearchRequestError / FilterError on bad input."""
+    """Run the agent over `collection` for a caller with `principals` (None: organization-wide).
+
+    Raises SearchRequestError / FilterError on bad input, and QuotaExceeded past the
+    organization's monthly searches (one agentic run counts one search).
+    """
     query = (query or "").strip()
     if not query:
         raise SearchRequestError("query must not be empty", ["query"])
     if not 1 <= limit <= 1000:
         raise SearchRequestError("limit must be between 1 and 1000", ["limit"])
     parse_filter_groups(filter_groups)  # validate before anything runs
+    search_quota_consume(collection.organization_id)
     stream = stream or EventStream()
     toolbox = AgentToolbox(collection=collection, principals=principals, filter_groups=filter_groups)
     stream.emit("start", query=query, collection_id=collection.readable_id)

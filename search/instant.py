@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from airweave.collections.models import Collection
 from airweave.providers.catalog import search_defaults
 from airweave.providers.embeddings import get_embedder
+from airweave.tenancy.quotas import search_quota_consume
 from search.filters import compile_filter_groups
 from search.results import load_chunks, v2_result
 from search.retrieval import STRATEGIES, RetrievalQuery, retrieve
@@ -32,7 +33,6 @@ class InstantSearchRequest:
     limit: int = 100
     offset: int = 0
     collapse_entities: bool = False
-    principals: list[str] | None = None
 
 
 @dataclass
@@ -40,8 +40,14 @@ class InstantSearchResponse:
     results: list[dict] = field(default_factory=list)
 
 
-def search_instant(*, collection: Collection, request: InstantSearchRequest) -> InstantSearchResponse:
-    """Run an instant search over `collection`. Raises SearchRequestError or search.filters.FilterError."""
+def search_instant(*, collection: Collection, request: InstantSearchRequest,
+                   principals: list[str] | None) -> InstantSearchResponse:
+    """Run an instant search over `collection` for a caller with `principals`.
+
+    `principals` comes from airweave.collections.access.principals_for (None: an
+    organization-wide caller, no access filter). Raises SearchRequestError or FilterError, and
+    QuotaExceeded past the organization's monthly searches.
+    """
     query = (request.query or "").strip()
     if not query:
         raise SearchRequestError("query must not be empty", ["query"])
@@ -54,12 +60,13 @@ def search_instant(*, collection: Collection, request: InstantSearchRequest) -> 
     if request.offset < 0:
         raise SearchRequestError("offset must be 0 or more", ["offset"])
     condition = compile_filter_groups(request.filter)
+    search_quota_consume(collection.organization_id)
     vector = None
     if request.retrieval_strategy != "keyword":
         vector = get_embedder(collection.embedding_model_name).embed_queries([query])[0]
     hits = retrieve(RetrievalQuery(
         collection_id=collection.id, dims=collection.vector_size, text=query, query_vector=vector,
-        strategy=request.retrieval_strategy, condition=condition, principals=request.principals,
+        strategy=request.retrieval_strategy, condition=condition, principals=principals,
         limit=request.limit, offset=request.offset, collapse=request.collapse_entities,
         rrf_k=int(search_defaults().get("rrf_k", 60)),
     ))

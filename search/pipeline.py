@@ -11,6 +11,7 @@ from typing import Callable
 from airweave.collections.models import Collection
 from airweave.events import EventStream
 from airweave.providers.catalog import search_defaults
+from airweave.tenancy.quotas import search_quota_consume
 from search.factory import build_chains, build_operations
 from search.filters import parse_filter_groups, parse_qdrant_filter
 from search.instant import SearchRequestError
@@ -59,8 +60,13 @@ class PreparedSearch:
 
 
 def search_prepare(*, collection: Collection, request: PipelineRequest,
-                   principals: list[str] | None = None) -> PreparedSearch:
-    """Validate `request` and build the state and operations. Raises SearchRequestError or FilterError.
+                   principals: list[str] | None, metered: bool = True) -> PreparedSearch:
+    """Validate `request` and build the state and operations. Raises SearchRequestError or FilterError,
+    and QuotaExceeded when the organization used its searches of the month (a valid request counts one,
+    unless `metered` is false: the searches an agentic run makes inside itself).
+
+    `principals` (required, from airweave.collections.access.principals_for) restricts what the
+    caller sees; None is an organization-wide caller.
 
     Separate from running so that a streaming face can answer bad input with 422 before it starts.
     """
@@ -92,6 +98,8 @@ def search_prepare(*, collection: Collection, request: PipelineRequest,
         recency_weight=request.recency_weight or 0.0, rrf_k=int(defaults.get("rrf_k", 60)),
         overfetch=2 if any(op.name == "reranking" for op in operations) else 1,
     )
+    if metered:
+        search_quota_consume(collection.organization_id)
     return PreparedSearch(state=state, operations=operations)
 
 
@@ -116,8 +124,8 @@ def search_run(prepared: PreparedSearch, stream: EventStream | None = None,
     return PipelineResponse(results=results, completion=state.completion, state=state, events=stream.events)
 
 
-def search_classic(*, collection: Collection, query: str, filter_groups: list | None = None, limit: int = 100,
-                   offset: int = 0, principals: list[str] | None = None,
+def search_classic(*, collection: Collection, query: str, principals: list[str] | None,
+                   filter_groups: list | None = None, limit: int = 100, offset: int = 0,
                    stream: EventStream | None = None) -> PipelineResponse:
     """The classic tier: a language model plans the search (queries, strategy, filters), then
     results are reranked; v2 results. Without a language model it is a hybrid search."""
@@ -127,7 +135,7 @@ def search_classic(*, collection: Collection, query: str, filter_groups: list | 
     return search_run(prepared, stream, render=v2_candidate)
 
 
-def search_pipeline(*, collection: Collection, request: PipelineRequest, principals: list[str] | None = None,
+def search_pipeline(*, collection: Collection, request: PipelineRequest, principals: list[str] | None,
                     stream: EventStream | None = None) -> PipelineResponse:
     """Validate and run a pipeline search over `collection` (see search_prepare and search_run)."""
     return search_run(search_prepare(collection=collection, request=request, principals=principals), stream)

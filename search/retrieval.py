@@ -6,6 +6,7 @@ for user principals, the access condition. Fusion is Reciprocal Rank Fusion
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -20,6 +21,11 @@ from search.filters import SQLCondition
 # SciFact train split by `bench/beir.py --tune` (grid k1 0.9-1.8 x b 0.5-0.9; best k1 = 1.2, b = 0.5).
 BM25_K1 = 1.2
 BM25_B = 0.5
+# A filtered keyword search looks scored chunks up one by one when it expects to need at most
+# max(MIN, SHARE x the collection's chunks) lookups, and joins them with the filtered chunks
+# otherwise (measured with bench/keyword_scale.py at 120k chunks: see docs/search.md).
+KEYWORD_WALK_MIN = 2000
+KEYWORD_WALK_SHARE = 0.1
 STRATEGIES = ("hybrid", "semantic", "keyword")
 
 
@@ -90,13 +96,19 @@ def _fetch(leg, q: RetrievalQuery) -> list[Hit]:
         depth = min(depth * 4, MAX_DEPTH)
 
 
+def access_condition(principals: list[str] | None) -> SQLCondition:
+    """The access rule over chunks `c`: public, or sharing a principal with the caller (GIN-indexed).
+
+    None (an organization-wide caller) gives TRUE; [] gives public chunks only.
+    """
+    if principals is None:
+        return SQLCondition.true()
+    return SQLCondition("(c.access_is_public OR c.access_viewers && %s::varchar[])", (list(principals),))
+
+
 def _where(q: RetrievalQuery) -> tuple[str, list]:
-    sql = "c.collection_id = %s AND " + q.condition.sql
-    params = [q.collection_id, *q.condition.params]
-    if q.principals is not None:
-        sql += " AND (c.access_is_public OR c.access_viewers && %s::varchar[])"
-        params.append(list(q.principals))
-    return sql, params
+    condition = q.condition.and_(access_condition(q.principals))
+    return "c.collection_id = %s AND " + condition.sql, [q.collection_id, *condition.params]
 
 
 def chunk_count(collection_id) -> int:
@@ -149,7 +161,20 @@ def keyword_leg(q: RetrievalQuery, depth: int) -> list[Hit]:
     """
     where, params = _where(q)
     filtered = q.condition.sql != "TRUE" or q.principals is not None
-    join = f"JOIN collections_chunk c ON c.id = p.chunk_id WHERE {where}" if filtered else ""
+    if filtered and _walk_pays(q, where, params, depth):
+        # Walk the scored chunks best first, looking each up by primary key, until `depth` pass
+        # the filter (OFFSET 0 keeps the lookup a per-row nested loop that LIMIT stops early).
+        tail = f"""SELECT s.chunk_id, c.entity_id, s.score
+                   FROM (SELECT chunk_id, score FROM scored ORDER BY score DESC) s
+                   CROSS JOIN LATERAL (SELECT c.entity_id FROM collections_chunk c
+                                       WHERE c.id = s.chunk_id AND {where} OFFSET 0) c
+                   LIMIT %s"""
+    elif filtered:  # a selective filter: one hash join of the scored chunks with the filtered ones
+        tail = f"""SELECT s.chunk_id, c.entity_id, s.score FROM scored s JOIN collections_chunk c ON c.id = s.chunk_id
+                   WHERE {where} ORDER BY s.score DESC LIMIT %s"""
+    else:
+        tail = "SELECT chunk_id, NULL, score FROM scored ORDER BY score DESC LIMIT %s"
+    tail_args = [*(params if filtered else []), depth]
     sql = f"""
         WITH terms AS (
             SELECT array_agg(DISTINCT t.lexeme) AS list FROM unnest(to_tsvector('{TEXT_SEARCH_CONFIG}', %s)) AS t
@@ -161,25 +186,42 @@ def keyword_leg(q: RetrievalQuery, depth: int) -> list[Hit]:
             SELECT p.chunk_id, p.tf::float8 AS tf, p.dl::float8 AS dl, count(*) OVER (PARTITION BY p.term)::float8 AS df
             FROM collections_keyword_posting p, terms
             WHERE p.collection_id = %s AND p.term = ANY(terms.list)
+        ), scored AS (
+            SELECT p.chunk_id,
+                   sum(ln(1 + (st.n - p.df + 0.5) / (p.df + 0.5)) * p.tf * (%s::float8 + 1)
+                       / (p.tf + %s::float8 * (1 - %s::float8 + %s::float8 * p.dl / st.avgdl))) AS score
+            FROM p CROSS JOIN stats st
+            GROUP BY p.chunk_id
         )
-        SELECT p.chunk_id,
-               sum(ln(1 + (s.n - p.df + 0.5) / (p.df + 0.5)) * p.tf * (%s::float8 + 1)
-                   / (p.tf + %s::float8 * (1 - %s::float8 + %s::float8 * p.dl / s.avgdl))) AS score
-        FROM p CROSS JOIN stats s {join}
-        GROUP BY p.chunk_id
-        ORDER BY score DESC
-        LIMIT %s
+        {tail}
     """
     k1, b = BM25_K1, BM25_B
-    args = [q.text, q.collection_id, q.collection_id, k1, k1, b, b, *(params if filtered else []), depth]
-    with connection.cursor() as cur:
+    args = [q.text, q.collection_id, q.collection_id, k1, k1, b, b, *tail_args]
+    with transaction.atomic(), connection.cursor() as cur:
+        # Common terms put tens of thousands of postings through the df window's sort: keep it in memory.
+        cur.execute("SET LOCAL work_mem = '64MB'")
         cur.execute(sql, args)
         rows = cur.fetchall()
         if not rows:
             return []
+        if filtered:
+            return [Hit(r[0], r[1], float(r[2])) for r in rows]
         cur.execute("SELECT id, entity_id FROM collections_chunk WHERE id = ANY(%s)", [[r[0] for r in rows]])
         entity_of = dict(cur.fetchall())
-    return [Hit(r[0], entity_of[r[0]], float(r[1])) for r in rows if r[0] in entity_of]
+    return [Hit(r[0], entity_of[r[0]], float(r[2])) for r in rows if r[0] in entity_of]
+
+
+def _walk_pays(q: RetrievalQuery, where: str, params: list, depth: int) -> bool:
+    """True when looking scored chunks up one by one should find `depth` filtered hits sooner
+    than a join reading all the collection's chunk rows: PostgreSQL's own estimate of the filter's
+    selectivity s says about depth / s lookups are needed."""
+    total = chunk_count(q.collection_id)
+    with connection.cursor() as cur:
+        cur.execute(f"EXPLAIN (FORMAT JSON) SELECT 1 FROM collections_chunk c WHERE {where}", params)
+        plan = cur.fetchone()[0]
+    estimated = (json.loads(plan) if isinstance(plan, str) else plan)[0]["Plan"]["Plan Rows"]
+    selectivity = min(1.0, max(estimated, 1) / max(total, 1))
+    return depth / selectivity <= max(KEYWORD_WALK_MIN, total * KEYWORD_WALK_SHARE)
 
 
 def collapse(hits: list[Hit]) -> list[Hit]:

@@ -8,7 +8,10 @@ from airweave.tenancy.services import api_key_authenticate
 
 
 class APIKeyAuthentication(authentication.BaseAuthentication):
-    """Authenticates with an API key; `request.user` becomes an APIKeyActor. Bad key → 401."""
+    """Authenticates with an API key; `request.user` becomes an APIKeyActor. Bad key → 401.
+
+    A key bound to a user makes `request.user.user` that user (a user principal).
+    """
 
     def authenticate(self, request):
         raw = request.META.get("HTTP_X_API_KEY")
@@ -18,10 +21,11 @@ class APIKeyAuthentication(authentication.BaseAuthentication):
                 raw = header[7:].strip()
         if not raw:
             return None
-        api_key = api_key_authenticate(raw)
-        if api_key is None:
+        found = api_key_authenticate(raw)
+        if found is None:
             raise exceptions.AuthenticationFailed("Invalid, expired or revoked API key.")
-        return APIKeyActor(api_key), api_key
+        api_key, membership = found
+        return APIKeyActor(api_key, membership), api_key
 
     def authenticate_header(self, request):
         return 'APIKey realm="api", Bearer'

@@ -15,8 +15,9 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from airweave.api.serializers import PipelineSearchRequestSerializer
 from airweave.api.sync_events import job_snapshot, renumbered
-from airweave.collections.models import Collection
+from airweave.collections.selectors import collection_find
 from airweave.events import EventStream, heartbeat_seconds, sync_job_group
+from airweave.tenancy.quotas import QuotaExceeded
 from search.filters import FilterError
 from search.instant import SearchRequestError
 from search.pipeline import PipelineRequest, search_prepare, search_run
@@ -80,8 +81,8 @@ class SearchConsumer(AsyncJsonWebsocketConsumer):
         if organization is None:
             await self.close(code=4401)
             return
-        self.collection = await database_sync_to_async(
-            Collection.objects.filter(organization=organization, readable_id=self.scope["url_route"]["kwargs"]["readable_id"]).first)()
+        self.collection = await database_sync_to_async(collection_find)(
+            organization=organization, readable_id=self.scope["url_route"]["kwargs"]["readable_id"])
         if self.collection is None:
             await self.close(code=4404)
             return
@@ -98,7 +99,7 @@ class SearchConsumer(AsyncJsonWebsocketConsumer):
     async def receive_json(self, content, **kwargs):
         try:
             prepared = await database_sync_to_async(self._prepare)(content)
-        except (SearchRequestError, FilterError) as exc:
+        except (SearchRequestError, FilterError, QuotaExceeded) as exc:
             await self.send_json({"type": "error", "message": str(exc)})
             return
         except _Invalid as exc:
@@ -111,7 +112,8 @@ class SearchConsumer(AsyncJsonWebsocketConsumer):
         data = PipelineSearchRequestSerializer(data=content if isinstance(content, dict) else {"": content})
         if not data.is_valid():
             raise _Invalid(data.errors)
-        return search_prepare(collection=self.collection, request=PipelineRequest(**data.validated_data), principals=None)
+        return search_prepare(collection=self.collection, request=PipelineRequest(**data.validated_data),
+                              principals=self.scope["principals"])
 
 
 class _Invalid(Exception):

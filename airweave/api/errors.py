@@ -15,6 +15,9 @@ from airweave.api.views.params import QueryParameterError
 from airweave.collections.services import CollectionConflict, CollectionError
 from airweave.providers.embeddings import ProviderUnavailable
 from airweave.providers.errors import ProviderError
+from airweave.tenancy.policies import NotAllowed
+from airweave.tenancy.quotas import QuotaExceeded
+from airweave.tenancy.services import TenancyError
 from connectors.services import SourceConnectionError
 from connectors.sync.jobs import SyncAlreadyRunning
 from search.filters import FilterError
@@ -54,8 +57,17 @@ def exception_handler(exc, context):
         return Response({"detail": f"A model provider could not answer: {exc}"}, status=503)
     if isinstance(exc, QueryParameterError):
         return unprocessable(["query", exc.name], str(exc))
-    if isinstance(exc, (CollectionError, SourceConnectionError)):
+    if isinstance(exc, QuotaExceeded):
+        if exc.retry_after is None:  # a count (connections): waiting will not help
+            return Response({"detail": str(exc)}, status=status.HTTP_403_FORBIDDEN)
+        return Response({"detail": str(exc)}, status=status.HTTP_429_TOO_MANY_REQUESTS,
+                        headers={"Retry-After": str(exc.retry_after)})
+    if isinstance(exc, NotAllowed):
+        return Response({"detail": str(exc)}, status=status.HTTP_403_FORBIDDEN)
+    if isinstance(exc, TenancyError):
         return unprocessable(["body", exc.field] if exc.field else ["body"], str(exc))
+    if isinstance(exc, (CollectionError, SourceConnectionError)):
+        return unprocessable(["body", *exc.field.split(".")] if exc.field else ["body"], str(exc))
     if isinstance(exc, (CollectionConflict, SyncAlreadyRunning)):
         return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
     if isinstance(exc, (ObjectDoesNotExist, Http404)):

@@ -190,12 +190,15 @@ class SourceConnectionJobSerializer(serializers.Serializer):
     error_details = serializers.JSONField(allow_null=True)
 
 
-def source_connection_payload(connection: SourceConnection, jobs: list[SyncJob] | None = None) -> dict:
-    """SourceConnection of API.md. `jobs` (newest first) feed the sync summary; secrets never appear."""
+def source_connection_payload(connection: SourceConnection, jobs: list[SyncJob] | None = None,
+                              principals: list[str] | None = None) -> dict:
+    """SourceConnection of API.md. `jobs` (newest first) feed the sync summary; secrets never appear.
+
+    Entity counts cover the entities `principals` may see (None: all)."""
     sync = getattr(connection, "sync", None)
     jobs = jobs or []
     last = jobs[0] if jobs else None
-    by_type = entity_counts_by_type(source_connection=connection)
+    by_type = entity_counts_by_type(source_connection=connection, principals=principals)
     return {
         "id": connection.id,
         "organization_id": connection.organization_id,
@@ -408,3 +411,53 @@ class PushRequestSerializer(StrictSerializer):
         if both:
             raise serializers.ValidationError(f"id(s) both upserted and deleted: {', '.join(sorted(both))}")
         return data
+
+
+# --- API keys ---
+class APIKeyCreateSerializer(StrictSerializer):
+    name = serializers.CharField(required=False, allow_blank=True, max_length=200, default="")
+    expiration_days = serializers.IntegerField(required=False, min_value=1, max_value=365, default=90,
+                                               help_text="Days until the key expires, 1 to 365 (default 90).")
+    user_bound = serializers.BooleanField(
+        required=False, default=False,
+        help_text="Bind the key to the calling user: it then acts as that user (access control applies). "
+                  "Organization-wide keys (false) need the admin role.")
+
+
+class APIKeyRotateSerializer(StrictSerializer):
+    expiration_days = serializers.IntegerField(required=False, min_value=1, max_value=365, default=90)
+
+
+class APIKeySerializer(serializers.Serializer):
+    """APIKey of the public Airweave API, plus `name`, `key_prefix`, `user_id`, `user_email`.
+    `decrypted_key` is present only in the answers of creation and rotation."""
+
+    id = serializers.UUIDField()
+    organization_id = serializers.UUIDField()
+    name = serializers.CharField()
+    key_prefix = serializers.CharField()
+    user_id = serializers.UUIDField(allow_null=True)
+    user_email = serializers.EmailField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    modified_at = serializers.DateTimeField()
+    last_used_date = serializers.DateTimeField(allow_null=True)
+    expiration_date = serializers.DateTimeField(allow_null=True)
+    created_by_email = serializers.EmailField(allow_null=True)
+    modified_by_email = serializers.EmailField(allow_null=True)
+    decrypted_key = serializers.CharField(required=False)
+
+
+def api_key_payload(api_key, key: str | None = None) -> dict:
+    """The APIKey shape of one key; `key` (the secret) only right after creation or rotation."""
+    payload = {
+        "id": api_key.id, "organization_id": api_key.organization_id, "name": api_key.name,
+        "key_prefix": f"aw_{api_key.prefix}", "user_id": api_key.user_id,
+        "user_email": api_key.user.email if api_key.user_id else None,
+        "created_at": api_key.created_at, "modified_at": api_key.modified_at, "last_used_date": api_key.last_used_at,
+        "expiration_date": api_key.expires_at,
+        "created_by_email": api_key.created_by.email if api_key.created_by_id else None,
+        "modified_by_email": api_key.modified_by.email if api_key.modified_by_id else None,
+    }
+    if key is not None:
+        payload["decrypted_key"] = key
+    return APIKeySerializer(payload).data

@@ -8,12 +8,13 @@ from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 
 from airweave.collections.models import SyncJob
+from airweave.collections.selectors import sync_job_find
 from airweave.events import EventStream, heartbeat_seconds, make_event, sync_job_group
 
 
 @database_sync_to_async
 def _job(organization, job_id):
-    return SyncJob.objects.filter(organization=organization, pk=job_id).first()
+    return sync_job_find(organization=organization, id=job_id)
 
 
 def _counts(job: SyncJob) -> dict:
@@ -30,10 +31,7 @@ def _final(job: SyncJob) -> dict:
 async def job_snapshot(organization, job_id: str) -> list[dict] | None:
     """`connected` and a progress event with the job's counters (plus `sync_complete` if it has ended);
     None when the job is not the organization's."""
-    try:
-        job = await _job(organization, job_id)
-    except Exception:  # a malformed id
-        return None
+    job = await _job(organization, job_id)
     if job is None:
         return None
     events = [make_event("connected", 0, job_id=str(job.id)),

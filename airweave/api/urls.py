@@ -3,7 +3,7 @@ from django.urls import path
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
 
 from airweave.api import schema  # noqa: F401  (registers the OpenAPI security scheme)
-from airweave.api.views import collections, documents, search, source_connections, sources, sync
+from airweave.api.views import api_keys, collections, documents, search, source_connections, sources, sync
 
 urlpatterns = [
     path("openapi.json", SpectacularJSONAPIView.as_view(), name="openapi-schema"),
@@ -26,4 +26,7 @@ urlpatterns = [
     path("source-connections/<uuid:id>/jobs", source_connections.SourceConnectionJobsView.as_view()),
     path("source-connections/<uuid:id>/jobs/<uuid:job_id>/cancel", source_connections.SourceConnectionJobCancelView.as_view()),
     path("sync/job/<uuid:job_id>/subscribe", sync.SyncJobSubscribeView.as_view()),
+    path("api-keys", api_keys.APIKeyListView.as_view()),
+    path("api-keys/<uuid:id>", api_keys.APIKeyDetailView.as_view()),
+    path("api-keys/<uuid:id>/rotate", api_keys.APIKeyRotateView.as_view()),
 ]

@@ -1,5 +1,8 @@
 """Websocket authentication: an API key (header `X-API-Key`, `Authorization: Bearer`, or `?api_key=`)
-or the Django session. Sets `scope["organization"]` (None when the caller has none)."""
+or the Django session. Sets `scope["actor"]` (an APIKeyActor or the user), `scope["organization"]`
+(None when the caller has none) and `scope["principals"]`, the caller's access principals
+(airweave.collections.access.principals_for: None for an organization-wide key, the user's
+principals for a session user or a user-bound key)."""
 from __future__ import annotations
 
 from urllib.parse import parse_qs
@@ -7,18 +10,30 @@ from urllib.parse import parse_qs
 from channels.auth import AuthMiddlewareStack
 from channels.db import database_sync_to_async
 
-from airweave.tenancy.context import organization_for_user
+from airweave.collections.access import principals_for
+from airweave.tenancy.context import SESSION_ORGANIZATION_KEY, APIKeyActor, organization_for_user
 from airweave.tenancy.services import api_key_authenticate
 
 
 @database_sync_to_async
-def _organization(raw_key: str | None, user, requested_org: str | None):
+def _caller(raw_key: str | None, user, requested_org: str | None, session) -> tuple:
+    """(actor, organization, principals): an APIKeyActor or the session user, the organization it
+    acts for (None when none) and its access principals."""
     if raw_key:
-        api_key = api_key_authenticate(raw_key)
-        return api_key.organization if api_key else None
+        found = api_key_authenticate(raw_key)
+        if found is None:
+            return None, None, []
+        actor = APIKeyActor(*found)
+        if requested_org and requested_org != str(actor.api_key.organization_id):
+            return actor, None, []
+        return actor, actor.organization, principals_for(actor=actor, organization=actor.organization)
     if user is not None and getattr(user, "is_authenticated", False):
-        return organization_for_user(user, requested_org)
-    return None
+        current = session.get(SESSION_ORGANIZATION_KEY) if session is not None else None
+        organization = organization_for_user(user, requested_org, current)
+        if organization is not None:
+            return user, organization, principals_for(actor=user, organization=organization)
+        return user, None, []
+    return None, None, []
 
 
 class APIKeyOrSessionMiddleware:
@@ -32,7 +47,8 @@ class APIKeyOrSessionMiddleware:
         auth = headers.get("authorization", "")
         if not raw and auth.lower().startswith("bearer "):
             raw = auth[7:].strip()
-        scope["organization"] = await _organization(raw, scope.get("user"), headers.get("x-organization-id"))
+        scope["actor"], scope["organization"], scope["principals"] = await _caller(
+            raw, scope.get("user"), headers.get("x-organization-id"), scope.get("session"))
         return await self.app(scope, receive, send)
 
 

@@ -1,35 +1,106 @@
-from django.contrib import admin
+"""The operator console for the data model. Source connections, syncs and sync jobs are in
+connectors/admin.py (their forms and actions need the source registry and the sync services).
 
-from airweave.collections.models import Collection, Entity, SourceConnection, SyncJob
+Entities, chunks and the index are read-only here: they are written by syncs only. Keyword
+postings (KeywordPosting) are the one model not listed: Django's admin refuses models with a
+composite primary key (AdminSite.register raises), and they are one row per chunk and term,
+millions of them; KeywordStats summarises them.
+"""
+from django.contrib import admin
+from django.db.models import Count
+
+from airweave.collections.models import AccessGroupMembership, Chunk, Collection, Entity, KeywordStats, SyncCursor
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Rows written by syncs: viewable and deletable, never added or edited by hand."""
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
 
 
 @admin.register(Collection)
 class CollectionAdmin(admin.ModelAdmin):
-    list_display = ["readable_id", "name", "organization", "embedding_model_name", "vector_size", "created_at"]
+    list_display = ["readable_id", "name", "organization", "embedding_model_name", "vector_size",
+                    "connection_count", "created_at"]
     list_filter = ["organization", "embedding_model_name"]
     search_fields = ["readable_id", "name"]
-    readonly_fields = ["embedding_model_name", "vector_size"]
+    readonly_fields = ["embedding_model_name", "vector_size", "created_at", "modified_at", "created_by",
+                       "modified_by"]
+    list_select_related = ["organization"]
 
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(connections=Count("source_connections"))
 
-@admin.register(SourceConnection)
-class SourceConnectionAdmin(admin.ModelAdmin):
-    list_display = ["name", "short_name", "collection", "organization", "status", "modified_at"]
-    list_filter = ["short_name", "status", "organization"]
-    search_fields = ["name", "collection__readable_id"]
-    exclude = ["encrypted_credentials"]
+    @admin.display(description="source connections", ordering="connections")
+    def connection_count(self, obj) -> int:
+        return getattr(obj, "connections", 0)
 
-
-@admin.register(SyncJob)
-class SyncJobAdmin(admin.ModelAdmin):
-    list_display = ["id", "source_connection", "status", "started_at", "completed_at", "entities_inserted",
-                    "entities_updated", "entities_deleted", "entities_kept", "entities_skipped", "entities_failed"]
-    list_filter = ["status", "organization"]
-    readonly_fields = [f.name for f in SyncJob._meta.fields]
+    def get_readonly_fields(self, request, obj=None):
+        # The embedding model is pinned at creation; a new collection may pick one.
+        return self.readonly_fields if obj else ["created_at", "modified_at", "created_by", "modified_by"]
 
 
 @admin.register(Entity)
-class EntityAdmin(admin.ModelAdmin):
-    list_display = ["name", "entity_type", "entity_id", "collection", "modified_at"]
-    list_filter = ["entity_type", "collection"]
+class EntityAdmin(ReadOnlyAdmin):
+    list_display = ["name", "entity_type", "entity_id", "collection", "source_connection", "access_is_public",
+                    "modified_at"]
+    list_filter = ["entity_type", "access_is_public", "collection", "source_connection__short_name"]
     search_fields = ["name", "entity_id"]
+    search_help_text = "Name or entity id; or one principal (user:<email>, group:<connection id>:<group id>)."
+    list_select_related = ["collection", "source_connection"]
     readonly_fields = [f.name for f in Entity._meta.fields]
+
+    def get_search_results(self, request, queryset, search_term):
+        term = search_term.strip()
+        if term.startswith(("user:", "group:")):  # who may see what: entities with this principal
+            return queryset.filter(access_viewers__contains=[term]), False
+        return super().get_search_results(request, queryset, search_term)
+
+
+@admin.register(Chunk)
+class ChunkAdmin(ReadOnlyAdmin):
+    list_display = ["public_id", "name", "chunk_index", "entity_type", "source_name", "collection", "dims",
+                    "access_is_public"]
+    list_filter = ["entity_type", "source_name", "dims", "access_is_public", "collection"]
+    search_fields = ["original_entity_id", "name"]
+    list_select_related = ["collection"]
+    exclude = ["embedding"]  # hundreds of floats: not for people
+    readonly_fields = [f.name for f in Chunk._meta.fields if f.name != "embedding"]
+
+    @admin.display(description="chunk id", ordering="original_entity_id")
+    def public_id(self, obj) -> str:
+        return obj.public_id
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).defer("embedding")
+
+
+@admin.register(AccessGroupMembership)
+class AccessGroupMembershipAdmin(ReadOnlyAdmin):
+    list_display = ["group_id", "member", "source_connection", "organization", "modified_at"]
+    list_filter = ["organization", "source_connection"]
+    search_fields = ["group_id", "member"]
+    list_select_related = ["source_connection", "organization"]
+    readonly_fields = [f.name for f in AccessGroupMembership._meta.fields]
+
+
+@admin.register(SyncCursor)
+class SyncCursorAdmin(ReadOnlyAdmin):
+    list_display = ["sync", "updated_at"]
+    search_fields = ["sync__source_connection__name"]
+    list_select_related = ["sync__source_connection"]
+    readonly_fields = ["sync", "data", "updated_at"]
+
+
+@admin.register(KeywordStats)
+class KeywordStatsAdmin(ReadOnlyAdmin):
+    list_display = ["collection_id", "chunk_count", "total_length"]
+    search_fields = ["collection_id"]
+    readonly_fields = ["collection_id", "chunk_count", "total_length"]
+
+    def has_delete_permission(self, request, obj=None):
+        return False  # recomputed by every sync job

@@ -156,6 +156,32 @@ class SyncJob(TenantModel):
         return None
 
 
+class AccessGroupMembership(TenantModel):
+    """One member of a group of a source connection, as the source listed it at its last sync.
+
+    `group_id` is the source's own id of the group; `member` is `user:<email>` (lower-case) or
+    `group:<group id>`, a group of the same connection nested inside this one. Group ids are
+    local to their connection: the principal an entity carries for a group is
+    `group:<source connection id>:<group id>` (see airweave.collections.access), so two
+    connections' "eng" groups never meet. Replaced as a whole by each sync job of a source that
+    lists memberships (connectors.base.BaseSource.generate_access_memberships).
+    """
+
+    source_connection = models.ForeignKey(SourceConnection, on_delete=models.CASCADE,
+                                          related_name="access_memberships")
+    group_id = models.CharField(max_length=512)
+    member = models.CharField(max_length=512)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["source_connection", "group_id", "member"],
+                                               name="uniq_access_membership")]
+        indexes = [models.Index(fields=["member", "source_connection"], name="access_membership_member")]
+        ordering = ["group_id", "member"]
+
+    def __str__(self) -> str:
+        return f"{self.member} in group {self.group_id}"
+
+
 class SyncCursor(models.Model):
     """Where the next incremental run of a sync starts; saved only when a job completes."""
 

@@ -1,28 +1,32 @@
-"""Reads of the data model. Every lookup goes through the caller's organization."""
+"""Reads of the data model. Every lookup of a caller goes through its organization with `scoped`."""
 from __future__ import annotations
 
-from django.db.models import Count, Q, QuerySet
+from django.core.exceptions import ValidationError
+from django.db.models import Count, Max, Q, QuerySet
 
+from airweave.collections.access import visible_q
 from airweave.collections.models import READABLE_ID_RE, Collection, Entity, SourceConnection, SyncJob
+from airweave.tenancy.scoping import scoped
 
 
 def collection_list(*, organization, skip: int = 0, limit: int = 100, search: str = "") -> list[Collection]:
     """Collections of `organization`, oldest first, with their connections prefetched (2 queries)."""
-    qs = Collection.objects.filter(organization=organization)
+    qs = scoped(Collection, organization).select_related("created_by", "modified_by")
     if search:
         qs = qs.filter(Q(name__icontains=search) | Q(readable_id__icontains=search))
     return list(qs.prefetch_related("source_connections").order_by("created_at")[skip:skip + limit])
 
 
 def collection_count(*, organization) -> int:
-    return Collection.objects.filter(organization=organization).count()
+    return scoped(Collection, organization).count()
 
 
 def collection_get(*, organization, readable_id: str) -> Collection:
     """Raises Collection.DoesNotExist when `readable_id` is not a collection of `organization`."""
     if not READABLE_ID_RE.match(readable_id or ""):
         raise Collection.DoesNotExist(f"no collection '{readable_id}'")
-    return Collection.objects.prefetch_related("source_connections").get(organization=organization, readable_id=readable_id)
+    return (scoped(Collection, organization).select_related("created_by", "modified_by")
+            .prefetch_related("source_connections").get(readable_id=readable_id))
 
 
 def collection_status(collection: Collection) -> str:
@@ -36,7 +40,7 @@ def collection_status(collection: Collection) -> str:
 
 
 def source_connection_qs(*, organization) -> QuerySet[SourceConnection]:
-    return SourceConnection.objects.filter(organization=organization).select_related("collection", "sync")
+    return scoped(SourceConnection, organization).select_related("collection", "sync")
 
 
 def source_connection_get(*, organization, id) -> SourceConnection:
@@ -44,19 +48,20 @@ def source_connection_get(*, organization, id) -> SourceConnection:
     return source_connection_qs(organization=organization).get(pk=id)
 
 
-def source_connection_list(*, organization, collection_readable_id: str | None = None, skip: int = 0, limit: int = 100) -> list[SourceConnection]:
-    """Connections with their entity counts (one query)."""
-    qs = source_connection_qs(organization=organization).annotate(entity_count=Count("entities"))
+def source_connection_list(*, organization, collection_readable_id: str | None = None, skip: int = 0, limit: int = 100,
+                           principals: list[str] | None = None) -> list[SourceConnection]:
+    """Connections with the count of their entities visible to `principals` (None: all), in one query."""
+    qs = source_connection_qs(organization=organization).annotate(
+        entity_count=Count("entities", filter=visible_q(principals, prefix="entities__")))
     if collection_readable_id:
         qs = qs.filter(collection__readable_id=collection_readable_id)
     return list(qs.order_by("created_at")[skip:skip + limit])
 
 
-def entity_counts_by_type(*, source_connection) -> dict[str, dict]:
-    """{entity_type: {"count": n, "last_updated": datetime}} for a connection (one query)."""
-    from django.db.models import Max
-
-    rows = (Entity.objects.filter(source_connection=source_connection).values("entity_type")
+def entity_counts_by_type(*, source_connection, principals: list[str] | None = None) -> dict[str, dict]:
+    """{entity_type: {"count": n, "last_updated": datetime}} of the entities of a connection that
+    `principals` may see (None: all), in one query."""
+    rows = (Entity.objects.filter(visible_q(principals), source_connection=source_connection).values("entity_type")
             .annotate(count=Count("id"), last_updated=Max("modified_at")))
     return {r["entity_type"]: {"count": r["count"], "last_updated": r["last_updated"]} for r in rows}
 
@@ -72,7 +77,32 @@ def sync_job_list(*, source_connection, limit: int = 100) -> list[SyncJob]:
 
 def sync_job_get(*, organization, id, source_connection=None) -> SyncJob:
     """Raises SyncJob.DoesNotExist for an unknown id, another organization's job or another connection's."""
-    qs = SyncJob.objects.select_related("source_connection").filter(organization=organization)
+    qs = scoped(SyncJob, organization).select_related("source_connection")
     if source_connection is not None:
         qs = qs.filter(source_connection=source_connection)
     return qs.get(pk=id)
+
+
+def sync_job_find(*, organization, id) -> SyncJob | None:
+    """The organization's job `id`, or None (also for a malformed id)."""
+    try:
+        return scoped(SyncJob, organization).filter(pk=id).first()
+    except (ValueError, TypeError, ValidationError):
+        return None
+
+
+def collection_find(*, organization, readable_id: str) -> Collection | None:
+    """The organization's collection `readable_id`, or None."""
+    try:
+        return collection_get(organization=organization, readable_id=readable_id)
+    except Collection.DoesNotExist:
+        return None
+
+
+def entity_count(*, organization) -> int:
+    """Entities of every collection of the organization (the entity quota counts these)."""
+    return scoped(Entity, organization).count()
+
+
+def source_connection_count(*, organization) -> int:
+    return scoped(SourceConnection, organization).count()

@@ -16,7 +16,7 @@ from django.conf import settings
 from django.utils.text import slugify
 
 from airweave.collections import keyword_index
-from airweave.collections.models import READABLE_ID_RE, Chunk, Collection, Entity
+from airweave.collections.models import READABLE_ID_RE, AccessGroupMembership, Chunk, Collection, Entity, SourceConnection
 from airweave.providers.catalog import embedding_model, indexed_dimensions
 
 
@@ -189,3 +189,77 @@ def entities_delete(*, source_connection, entity_ids: list[str]) -> int:
             Chunk.objects.filter(entity__in=qs).delete()
             deleted += qs.delete()[1].get("collections.Entity", 0)
     return deleted
+
+
+# --- Credentials at rest ---
+
+# Every column that holds a Fernet token (airweave/crypto.py). A new encrypted column is added here,
+# so that key rotation (credentials_reencrypt) reaches it.
+ENCRYPTED_FIELDS = [(SourceConnection, "encrypted_credentials")]
+
+
+@dataclass
+class ReencryptReport:
+    """What credentials_reencrypt did: rows seen, rows re-encrypted, and the rows no key decrypts
+    (as "<model> <id>", never their content)."""
+
+    checked: int = 0
+    reencrypted: int = 0
+    unreadable: list[str] = field(default_factory=list)
+
+
+def credentials_reencrypt(*, dry_run: bool = False, batch_size: int = 200) -> ReencryptReport:
+    """Re-encrypt every stored credential under the newest key of AIRWEAVE_FERNET_KEYS.
+
+    Each batch is one transaction with its rows locked, so a connection being edited meanwhile
+    is never overwritten with stale data. `dry_run` only checks that every token decrypts.
+    Idempotent: running it twice leaves the same readable credentials. Never logs secrets.
+    """
+    from airweave.crypto import InvalidToken, decrypt_json, rotate_token
+
+    report = ReencryptReport()
+    for model, column in ENCRYPTED_FIELDS:
+        last_pk = None
+        while True:
+            with transaction.atomic():
+                rows = model.objects.exclude(**{column: ""}).order_by("pk")
+                if last_pk is not None:
+                    rows = rows.filter(pk__gt=last_pk)
+                rows = list(rows.select_for_update().only("pk", column)[:batch_size])
+                if not rows:
+                    break
+                for row in rows:
+                    report.checked += 1
+                    token = getattr(row, column)
+                    try:
+                        fresh = token if dry_run else rotate_token(token)
+                        if dry_run:
+                            decrypt_json(token)
+                    except (InvalidToken, ValueError):
+                        report.unreadable.append(f"{model.__name__} {row.pk}")
+                        continue
+                    if not dry_run and fresh != token:
+                        model.objects.filter(pk=row.pk).update(**{column: fresh})
+                        report.reencrypted += 1
+                last_pk = rows[-1].pk
+    return report
+
+
+def access_memberships_replace(*, source_connection, memberships: set[tuple[str, str]]) -> dict[str, int]:
+    """Make `memberships` ({(group_id, member)}) the connection's whole set of group memberships.
+
+    Rows no longer listed are deleted, new ones inserted, unchanged ones left alone; one
+    transaction, so searches see the old set or the new one. `member` is `user:<email>` or
+    `group:<group id>` (see airweave.collections.access). Returns {"total", "added", "removed"}.
+    """
+    with transaction.atomic():
+        current = dict(((g, m), pk) for pk, g, m in AccessGroupMembership.objects.filter(
+            source_connection=source_connection).values_list("pk", "group_id", "member"))
+        removed = [pk for key, pk in current.items() if key not in memberships]
+        added = [AccessGroupMembership(organization_id=source_connection.organization_id,
+                                       source_connection=source_connection, group_id=g, member=m)
+                 for g, m in sorted(memberships) if (g, m) not in current]
+        for start in range(0, len(removed), 1000):
+            AccessGroupMembership.objects.filter(pk__in=removed[start:start + 1000]).delete()
+        AccessGroupMembership.objects.bulk_create(added, batch_size=1000)
+    return {"total": len(memberships), "added": len(added), "removed": len(removed)}

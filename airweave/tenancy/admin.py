@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
 
-from airweave.tenancy.models import APIKey, Membership, Organization, User
+from airweave.tenancy.models import APIKey, Invitation, Membership, Organization, UsageCounter, User
 
 
 @admin.register(User)
@@ -35,3 +35,28 @@ class APIKeyAdmin(admin.ModelAdmin):
     list_filter = ["organization"]
     search_fields = ["prefix", "name"]
     readonly_fields = ["prefix", "secret_hash", "created_at", "last_used_at"]
+
+
+@admin.register(Invitation)
+class InvitationAdmin(admin.ModelAdmin):
+    list_display = ["email", "organization", "role", "invited_by", "created_at", "expires_at", "accepted_at", "revoked_at"]
+    list_filter = ["role", "organization"]
+    search_fields = ["email", "organization__name"]
+    exclude = ["token_hash"]  # the link's token is never stored; its digest is of no use to an operator
+    readonly_fields = ["created_at", "accepted_at", "accepted_by"]
+
+
+@admin.register(UsageCounter)
+class UsageCounterAdmin(admin.ModelAdmin):
+    list_display = ["organization", "metric", "period", "count"]
+    list_filter = ["metric", "period"]
+    search_fields = ["organization__name"]
+
+
+@admin.register(Membership)
+class MembershipAdmin(admin.ModelAdmin):
+    list_display = ["user", "organization", "role", "created_at"]
+    list_filter = ["role", "organization"]
+    search_fields = ["user__email", "organization__name"]
+    list_select_related = ["user", "organization"]
+    autocomplete_fields = ["user", "organization"]

@@ -3,6 +3,11 @@
 source.generate_entities(cursor) → dedupe within the job → content hash → insert / update /
 keep / delete → files converted to text → chunked → embedded in batches → written.
 KEEP skips conversion and embedding entirely. Cancellation is checked between batches.
+
+Access: a source that declares `supports_access_control` first lists its group memberships
+(stored per connection, replacing the last listing); each entity's access is normalised before
+it is hashed (airweave.collections.access.normalize_access): group principals namespaced per
+connection, no access list = closed. Other sources' entities are visible to the organization.
 """
 from __future__ import annotations
 
@@ -15,14 +20,20 @@ from django.conf import settings
 from django.utils import timezone
 
 from airweave.collections import selectors as collection_selectors
+from airweave.collections.access import (
+    GROUP_PREFIX, MEMBERSHIP_FIELD_MAX_CHARS, USER_PREFIX, normalize_access, user_principal,
+)
 from airweave.collections.keyword_index import keyword_stats_refresh
 from airweave.collections.models import SyncCursor, SyncJob
-from airweave.collections.services import ChunkRecord, EntityRecord, entities_delete, entities_write
+from airweave.collections.services import (
+    ChunkRecord, EntityRecord, access_memberships_replace, entities_delete, entities_write,
+)
 from airweave.crypto import decrypt_json
 from airweave.events import make_event, publish_to_group, sync_job_group
 from airweave.providers.embeddings import ProviderUnavailable, get_embedder
 from airweave.providers.errors import ProviderError
-from connectors.base import BaseEntity, BaseSource, BlobEntity, FileEntity, SkipEntity, SourceError
+from airweave.tenancy.quotas import ENTITIES, quota_remaining
+from connectors.base import AccessMembership, BaseEntity, BaseSource, BlobEntity, FileEntity, SkipEntity, SourceError
 from connectors.converters import convert_bytes, convert_file
 from connectors.registry import get_source
 from connectors.sync.chunking import chunk_text
@@ -50,6 +61,11 @@ class JobCounters:
     encountered: Counter = field(default_factory=Counter)
     skip_reasons: dict = field(default_factory=lambda: defaultdict(lambda: {"count": 0, "examples": []}))
     notes: list = field(default_factory=list)
+    memberships: dict | None = None  # {"total", "added", "removed"} when the source lists group memberships
+    membership_skips: Counter = field(default_factory=Counter)
+
+    def skip_membership(self, reason: str) -> None:
+        self.membership_skips[reason] += 1
 
     def skip(self, entity_id: str, reason: str) -> None:
         self.skipped += 1
@@ -64,6 +80,9 @@ class JobCounters:
             details["skipped"] = {k: dict(v) for k, v in self.skip_reasons.items()}
         if self.notes:
             details["notes"] = self.notes
+        if self.memberships is not None or self.membership_skips:
+            details["access_memberships"] = {**(self.memberships or {}),
+                                             "skipped": dict(self.membership_skips)}
         return {
             "entities_inserted": self.inserted, "entities_updated": self.updated,
             "entities_deleted": self.deleted, "entities_kept": self.kept,
@@ -136,9 +155,15 @@ class SyncPipeline:
         if source is None:
             source_cls = get_source(self.connection.short_name)
             source = source_cls(self.connection.config, decrypt_json(self.connection.encrypted_credentials))
+        self.supports_access_control = bool(type(source).supports_access_control)
+        if self.supports_access_control:
+            self._sync_memberships(source)
         cursor_row = SyncCursor.objects.filter(sync_id=self.job.sync_id).first()
         cursor = {} if self.job.force_full_sync or cursor_row is None else cursor_row.data
         known = collection_selectors.entity_hashes(source_connection=self.connection)
+        # New entities this job may add under the organization's entity quota (None: unlimited).
+        allowance = quota_remaining(self.job.organization_id, ENTITIES,
+                                    collection_selectors.entity_count(organization=self.job.organization_id))
         seen: set[str] = set()
         batch: list[_Pending] = []
 
@@ -147,6 +172,9 @@ class SyncPipeline:
                 continue
             seen.add(entity.entity_id)
             self.counters.encountered[entity.entity_type()] += 1
+            entity.access_viewers, entity.access_is_public = normalize_access(
+                supports_access_control=self.supports_access_control, source_connection_id=self.connection.id,
+                viewers=entity.access_viewers, is_public=entity.access_is_public)
             if isinstance(entity, (FileEntity, BlobEntity)) and entity.size > settings.AIRWEAVE_MAX_FILE_BYTES:
                 # Not even hashed: reading a huge file only to skip it would stall the job.
                 self.counters.skip(entity.entity_id, f"file too large: {entity.size} bytes > limit "
@@ -160,7 +188,14 @@ class SyncPipeline:
             if known.get(entity.entity_id) == content_hash:
                 self.counters.kept += 1
                 continue
-            batch.append(_Pending(entity, content_hash, entity.entity_id not in known))
+            is_new = entity.entity_id not in known
+            if is_new and allowance is not None:
+                if allowance <= 0:
+                    self.counters.skip(entity.entity_id, "quota: the organization's entity limit is reached "
+                                                         "(AIRWEAVE_QUOTA_ENTITIES or its own quota)")
+                    continue
+                allowance -= 1
+            batch.append(_Pending(entity, content_hash, is_new))
             if len(batch) >= self.batch_size:
                 self._index(batch)
                 batch = []
@@ -174,6 +209,22 @@ class SyncPipeline:
         keyword_stats_refresh(self.collection.id)
         self._checkpoint()
         SyncCursor.objects.update_or_create(sync_id=self.job.sync_id, defaults={"data": source.next_cursor()})
+
+    def _sync_memberships(self, source) -> None:
+        """Replace the connection's stored group memberships with the source's listing, if it gives one."""
+        listing = source.generate_access_memberships()
+        if listing is None:
+            return
+        memberships: set[tuple[str, str]] = set()
+        for item in listing:
+            problem = _membership_problem(item)
+            if problem:
+                self.counters.skip_membership(problem)
+                continue
+            memberships.add((item.group_id, _member_key(item.member)))
+        self.counters.memberships = access_memberships_replace(source_connection=self.connection,
+                                                               memberships=memberships)
+        self._checkpoint()
 
     def _delete_missing(self, known: dict[str, str], seen: set[str]) -> None:
         missing = [entity_id for entity_id in known if entity_id not in seen]
@@ -265,6 +316,26 @@ class SyncPipeline:
         status = SyncJob.objects.filter(pk=self.job.pk).values_list("status", flat=True).first()
         if status == S.CANCELLING:
             raise JobCancelled()
+
+
+def _membership_problem(item) -> str | None:
+    """Why a yielded membership cannot be stored (one fixed reason per kind), or None when it can."""
+    if not isinstance(item, AccessMembership):
+        return "not an AccessMembership"
+    if not isinstance(item.group_id, str) or not item.group_id.strip():
+        return "empty group id"
+    member = item.member if isinstance(item.member, str) else ""
+    prefix = next((p for p in (USER_PREFIX, GROUP_PREFIX) if member.startswith(p)), None)
+    if prefix is None or not member[len(prefix):].strip():
+        return "member is neither user:<email> nor group:<group id>"
+    if max(len(item.group_id), len(member)) > MEMBERSHIP_FIELD_MAX_CHARS:
+        return f"id longer than {MEMBERSHIP_FIELD_MAX_CHARS} characters"
+    return None
+
+
+def _member_key(member: str) -> str:
+    """Members as stored: user e-mail addresses lower-cased, group ids as the source gave them."""
+    return user_principal(member[len(USER_PREFIX):]) if member.startswith(USER_PREFIX) else member
 
 
 def _record_of(pending: _Pending) -> EntityRecord:

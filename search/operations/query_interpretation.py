@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from django.db.models import Count
 
+from airweave.collections.access import visible_q
 from airweave.collections.models import Chunk
 from airweave.providers.errors import NoProviderAvailable
 from search.filters import FilterError, parse_filter_groups
@@ -33,7 +34,7 @@ class QueryInterpretation(SearchOperation):
     optional = True
 
     def execute(self, state: SearchState, ctx: Context) -> None:
-        values = collection_values(state.collection_id)
+        values = collection_values(state.collection_id, state.principals)
         described = describe_values(values)
         try:
             reply, provider = ctx.chains["query_interpretation"].call(lambda model, spec: model.complete_json(
@@ -69,9 +70,13 @@ def describe_values(values: dict[str, list[str]]) -> str:
     return "\n".join(f"- {field}: {', '.join(vals) or '(none)'}" for field, vals in values.items())
 
 
-def collection_values(collection_id, per_field: int = 30) -> dict[str, list[str]]:
-    """The most common values of the interpretable fields in a collection (one query per field)."""
-    chunks = Chunk.objects.filter(collection_id=collection_id)
+def collection_values(collection_id, principals: list[str] | None, per_field: int = 30) -> dict[str, list[str]]:
+    """The most common values of the interpretable fields among the chunks the caller may see.
+
+    One query per field. The values reach a language model and, as chosen filters, the caller's
+    events: values of chunks hidden from the caller must not.
+    """
+    chunks = Chunk.objects.filter(visible_q(principals), collection_id=collection_id)
     by_type = chunks.values("entity_type").annotate(n=Count("id")).order_by("-n")[:per_field]
     by_source = chunks.values("source_name").annotate(n=Count("id")).order_by("-n")[:per_field]
     crumbs = set()

@@ -32,7 +32,7 @@ class SearchPlan(SearchOperation):
     optional = True
 
     def execute(self, state: SearchState, ctx: Context) -> None:
-        values = collection_values(state.collection_id)
+        values = collection_values(state.collection_id, state.principals)
         described = describe_values(values)
         try:
             plan, provider = ctx.chains["search_plan"].call(lambda model, spec: model.complete_json(

@@ -8,7 +8,8 @@ from search.state import SearchState
 
 class UserFilter(SearchOperation):
     name = "user_filter"
-    AFTER = ("search_plan", "query_interpretation", "access_control_filter")
+    REQUIRES = ("access_control_filter",)  # no pipeline retrieves without the access rule
+    AFTER = ("search_plan", "query_interpretation")
 
     def execute(self, state: SearchState, ctx: Context) -> None:
         nodes = [n for n in (state.user_filter, state.interpreted_filter) if n is not None]

@@ -336,3 +336,16 @@ def test_unresolvable_home_path_is_a_422(client, make_collection):
                                                    "config": {"path": "~no-such-user-here/docs"}}, format="json")
     assert response.status_code == 422, response.content
     assert "cannot resolve" in response.json()["detail"][0]["msg"]
+
+
+def test_credentials_are_checked_against_the_declared_auth_fields(client, collection, tmp_path):
+    import tests.access.sources  # noqa: F401  (registers acl_wiki: one required secret, api_token)
+
+    export = tmp_path / "wiki.json"
+    export.write_text('{"pages": []}')
+    body = {"short_name": "acl_wiki", "config": {"export_path": str(export)}, "sync_immediately": False}
+    detail = assert_422(create(client, **body, authentication={"credentials": {"api_tok": "x"}}),
+                        "body", "authentication")
+    assert "api_tok" in detail[0]["msg"] and "api_token" in detail[0]["msg"]
+    assert_422(create(client, **body, authentication={"credentials": {"api_token": 7}}), "body", "authentication")
+    assert create(client, **body, authentication={"credentials": {"api_token": "x"}}).status_code == 201

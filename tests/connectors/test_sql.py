@@ -181,7 +181,7 @@ def test_config_and_credentials_are_checked(tmp_path, make_collection):
         PostgreSQLSource.validate_config({"host": "h", "database": "d", "tables": ["a"], "sslmode": "maybe"})
     with pytest.raises(SourceConnectionError, match="credential field 'username' is required"):
         source_connection_create(collection=make_collection(readable_id="sql-creds"), short_name="postgresql",
-                                 config={"host": "h", "database": "d", "tables": ["a"]}, credentials={},
+                                 config={"host": "h", "database": "d", "tables": ["a"]}, credentials={"password": "x"},
                                  sync_immediately=False)
 
 

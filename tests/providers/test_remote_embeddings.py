@@ -32,7 +32,7 @@ def test_sync_and_search_with_openai_embeddings(collection, sync_folder, write_f
 
     # The test server's vectors are hashes of the exact text: the query is a chunk's own text.
     text = Chunk.objects.get(collection=collection, original_entity_id="a.md").text
-    results = search_instant(collection=collection, request=InstantSearchRequest(
+    results = search_instant(collection=collection, principals=None, request=InstantSearchRequest(
         query=text, retrieval_strategy="semantic", limit=2)).results
     assert results[0]["airweave_system_metadata"]["original_entity_id"] == "a.md"
     assert collection.vector_size == 1536
@@ -73,7 +73,7 @@ def test_sync_and_search_with_cohere_embeddings(org, sync_folder, write_files, v
     assert documents[0].body["model"] == "embed-english-v3.0" and documents[0].bearer == "co-embed"
 
     text = Chunk.objects.get(collection=collection, original_entity_id="b.md").text
-    results = search_instant(collection=collection, request=InstantSearchRequest(
+    results = search_instant(collection=collection, principals=None, request=InstantSearchRequest(
         query=text, retrieval_strategy="semantic", limit=2)).results
     assert results[0]["airweave_system_metadata"]["original_entity_id"] == "b.md"
     assert server.requests[-1].body["input_type"] == "search_query"

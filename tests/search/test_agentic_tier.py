@@ -55,7 +55,7 @@ def test_agent_searches_reads_collects_and_finishes(collection, openai_server):
         return turn(("finish", {}), content="Found it.")
 
     openai_server.tool_replies = respond
-    response = search_agentic(collection=collection, query="Which part does the conveyor need?", thinking=True)
+    response = search_agentic(collection=collection, principals=None, query="Which part does the conveyor need?", thinking=True)
 
     assert [r["entity_id"] for r in response.results] == ["warehouse/inventory.txt__chunk_0"]
     assert response.iterations == 4 and response.provider == "openai/gpt-4.1-mini"
@@ -76,7 +76,7 @@ def test_several_calls_in_one_turn_all_run(collection, openai_server):
         turn(("search", {"query": "bread"}), ("search", {"query": "jupiter storm"}), ("count", {"query": "storm"})),
         turn(("finish", {})),
     ]
-    response = search_agentic(collection=collection, query="bread and storms")
+    response = search_agentic(collection=collection, principals=None, query="bread and storms")
     assert response.iterations == 2
     assert [e["tool"] for e in response.events if e["type"] == "tool_call"] == ["search", "search", "count", "finish"]
     observations = tool_messages(openai_server.requests[-1].body)
@@ -86,14 +86,14 @@ def test_several_calls_in_one_turn_all_run(collection, openai_server):
 def test_loop_stops_at_the_iteration_cap(collection, openai_server, monkeypatch):
     monkeypatch.setattr(agentic, "search_defaults", lambda: {"agentic_max_iterations": 3})
     openai_server.tool_replies = lambda body: turn(("search", {"query": "bread"}))
-    response = search_agentic(collection=collection, query="bread")
+    response = search_agentic(collection=collection, principals=None, query="bread")
     assert response.iterations == 3
     assert response.results and response.results[0]["name"] == "sourdough.md"  # the last search's results
 
 
 def test_a_reply_without_tool_calls_ends_the_loop(collection, openai_server):
     openai_server.tool_replies = [turn(("search", {"query": "bread"})), turn(content="That is all there is.")]
-    response = search_agentic(collection=collection, query="bread", thinking=True)
+    response = search_agentic(collection=collection, principals=None, query="bread", thinking=True)
     assert response.iterations == 2 and response.results[0]["name"] == "sourdough.md"
     assert response.events[-2]["type"] == "thinking" and response.events[-2]["text"] == "That is all there is."
 
@@ -104,7 +104,7 @@ def test_bad_tools_and_arguments_are_observations_not_crashes(collection, openai
         turn(("read", {"entity_id": "nope.md"}), ("teleport", "{}")),
         turn(("finish", {})),
     ]
-    response = search_agentic(collection=collection, query="anything")
+    response = search_agentic(collection=collection, principals=None, query="anything")
     assert response.iterations == 3 and response.results == []
     observations = [m["content"] for m in tool_messages(openai_server.requests[-1].body)]
     assert "must be a JSON object" in observations[0] and "no entity 'nope.md'" in observations[1]
@@ -112,7 +112,7 @@ def test_bad_tools_and_arguments_are_observations_not_crashes(collection, openai
 
 
 def test_without_a_language_model_the_agent_makes_one_search_and_says_why(collection):
-    response = search_agentic(collection=collection, query="how to fix a flat tyre", thinking=True, limit=3)
+    response = search_agentic(collection=collection, principals=None, query="how to fix a flat tyre", thinking=True, limit=3)
     assert response.results[0]["name"] == "bicycle.md"
     assert response.provider is None and response.iterations == 1
     [thinking] = [e for e in response.events if e["type"] == "thinking"]

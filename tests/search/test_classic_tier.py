@@ -40,7 +40,7 @@ def test_plan_queries_strategy_and_filters_drive_retrieval(collection, vendor_se
         "spare part QX7734", ["conveyor spare part order"], strategy="keyword",
         filters=[{"field": "breadcrumbs.name", "value": "warehouse"}])
 
-    response = search_classic(collection=collection, query="what do we need for the conveyor?", limit=5)
+    response = search_classic(collection=collection, principals=None, query="what do we need for the conveyor?", limit=5)
 
     assert names(response) == ["warehouse/inventory.txt"]
     [done] = events_of(response, "plan_done")
@@ -57,7 +57,7 @@ def test_low_confidence_filters_are_not_applied(collection, vendor_server, monke
     configure_provider(monkeypatch, "openai", openai, key="sk-test")
     openai.json_replies["search_plan"] = plan("bread", filters=[{"field": "breadcrumbs.name", "value": "garage"}],
                                               confidence=0.3)
-    response = search_classic(collection=collection, query="bread", limit=3)
+    response = search_classic(collection=collection, principals=None, query="bread", limit=3)
     assert names(response)[0] == "kitchen/sourdough.md"
 
 

@@ -87,7 +87,7 @@ def run(corpus, filter_groups, query="documents", strategy="semantic"):
             query_vector=corpus.query_vector, strategy="semantic", condition=compile_filter_groups(filter_groups),
             limit=1000))
         return hydrate(hits)
-    return search_instant(collection=corpus.collection, request=InstantSearchRequest(
+    return search_instant(collection=corpus.collection, principals=None, request=InstantSearchRequest(
         query=query, retrieval_strategy=strategy, filter=filter_groups, limit=1000)).results
 
 
@@ -102,7 +102,7 @@ def matching(corpus, *conditions, strategy="semantic", query="documents"):
 
 
 def test_no_filter_returns_everything(corpus):
-    via_service = search_instant(collection=corpus.collection, request=InstantSearchRequest(
+    via_service = search_instant(collection=corpus.collection, principals=None, request=InstantSearchRequest(
         query="documents", retrieval_strategy="semantic", limit=1000)).results
     assert {r["airweave_system_metadata"]["original_entity_id"] for r in via_service} == ALL
     assert {r["airweave_system_metadata"]["original_entity_id"] for r in run(corpus, None)} == ALL

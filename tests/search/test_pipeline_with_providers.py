@@ -66,7 +66,7 @@ def vendors(vendor_server, monkeypatch):
 
 def run(collection, query, **flags):
     defaults = {"expand_query": False, "interpret_filters": False, "rerank": False, "generate_answer": False}
-    return search_pipeline(collection=collection, request=PipelineRequest(query=query, **{**defaults, **flags}))
+    return search_pipeline(collection=collection, principals=None, request=PipelineRequest(query=query, **{**defaults, **flags}))
 
 
 def events_of(response, type_):

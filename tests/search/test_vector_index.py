@@ -13,7 +13,7 @@ FILES = {f"topic{i}.md": text for i, text in enumerate([
 
 
 def _names(collection, query):
-    response = search_instant(collection=collection, request=InstantSearchRequest(
+    response = search_instant(collection=collection, principals=None, request=InstantSearchRequest(
         query=query, retrieval_strategy="semantic", limit=3))
     return [r["name"] for r in response.results]
 

@@ -115,11 +115,11 @@ def test_special_tokens_are_indexed_as_text_and_searchable(synced):
     texts = list(Chunk.objects.filter(entity=entity).values_list("text", flat=True))
     assert texts and "<|endoftext|>" in " ".join(texts)
     for strategy in ("keyword", "hybrid"):
-        results = search_instant(collection=collection, request=InstantSearchRequest(
+        results = search_instant(collection=collection, principals=None, request=InstantSearchRequest(
             query="marmalade oranges", retrieval_strategy=strategy, limit=3)).results
         assert results[0]["airweave_system_metadata"]["original_entity_id"] == "tokens.txt"
         assert "<|endoftext|>" in results[0]["textual_representation"]
-    results = search_instant(collection=collection, request=InstantSearchRequest(
+    results = search_instant(collection=collection, principals=None, request=InstantSearchRequest(
         query="<|endoftext|>", retrieval_strategy="keyword")).results
     assert [r["airweave_system_metadata"]["original_entity_id"] for r in results] == ["tokens.txt"]
 

@@ -8,6 +8,7 @@ from rest_framework.views import APIView
 from airweave.api.serializers import CollectionCreateSerializer, CollectionSerializer, CollectionUpdateSerializer
 from airweave.api.views.params import int_param, str_param
 from airweave.collections import selectors, services
+from airweave.tenancy.context import acting_user
 
 
 class CollectionListView(APIView):
@@ -60,8 +61,5 @@ class CollectionDetailView(APIView):
 
 
 def _user(request):
-    """The acting user for created_by/modified_by (None for an org-wide API key without owner)."""
-    user = request.user
-    if getattr(user, "api_key", None) is not None:
-        return user.api_key.created_by
-    return user
+    """The acting user for created_by/modified_by (see airweave.tenancy.context.acting_user)."""
+    return acting_user(request.user)

@@ -1,4 +1,8 @@
-"""Search endpoints: instant (v2 tier) and the pipeline endpoint, as JSON or as Server-Sent Events."""
+"""Search endpoints: instant (v2 tier) and the pipeline endpoint, as JSON or as Server-Sent Events.
+
+Every endpoint passes the caller's principals (airweave.api.permissions.request_principals):
+a caller acting as a user sees only what that user may see, on every tier and in every stream.
+"""
 from __future__ import annotations
 
 from django.http import StreamingHttpResponse
@@ -11,6 +15,7 @@ from airweave.api.serializers import (
     AgenticSearchRequestSerializer, ClassicSearchRequestSerializer, InstantSearchRequestSerializer, PipelineSearchRequestSerializer, PipelineSearchResponseSerializer,
     SearchResponseSerializer,
 )
+from airweave.api.permissions import request_principals
 from airweave.collections import selectors
 from search.agentic import search_agentic
 from search.filters import parse_filter_groups
@@ -20,6 +25,7 @@ from search.streams import sse, stream_from_thread
 
 
 class ClassicSearchView(APIView):
+    throttle_scope = "search"  # AIRWEAVE_SEARCH_RATE_LIMIT applies too
     @extend_schema(request=ClassicSearchRequestSerializer, responses=SearchResponseSerializer)
     def post(self, request, readable_id):
         collection = selectors.collection_get(organization=request.organization, readable_id=readable_id)
@@ -27,17 +33,19 @@ class ClassicSearchView(APIView):
         data.is_valid(raise_exception=True)
         v = data.validated_data
         result = search_classic(collection=collection, query=v["query"], filter_groups=v.get("filter"),
-                                limit=v["limit"], offset=v["offset"])
+                                limit=v["limit"], offset=v["offset"], principals=request_principals(request))
         return Response({"results": result.results})
 
 
 class InstantSearchView(APIView):
+    throttle_scope = "search"  # AIRWEAVE_SEARCH_RATE_LIMIT applies too
     @extend_schema(request=InstantSearchRequestSerializer, responses=SearchResponseSerializer)
     def post(self, request, readable_id):
         collection = selectors.collection_get(organization=request.organization, readable_id=readable_id)
         data = InstantSearchRequestSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        response = search_instant(collection=collection, request=InstantSearchRequest(**data.validated_data))
+        response = search_instant(collection=collection, request=InstantSearchRequest(**data.validated_data),
+                                  principals=request_principals(request))
         return Response({"results": response.results})
 
 
@@ -45,10 +53,12 @@ def _prepare(request, readable_id):
     collection = selectors.collection_get(organization=request.organization, readable_id=readable_id)
     data = PipelineSearchRequestSerializer(data=request.data)
     data.is_valid(raise_exception=True)
-    return search_prepare(collection=collection, request=PipelineRequest(**data.validated_data), principals=None)
+    return search_prepare(collection=collection, request=PipelineRequest(**data.validated_data),
+                          principals=request_principals(request))
 
 
 class PipelineSearchView(APIView):
+    throttle_scope = "search"  # AIRWEAVE_SEARCH_RATE_LIMIT applies too
     @extend_schema(request=PipelineSearchRequestSerializer, responses=PipelineSearchResponseSerializer)
     def post(self, request, readable_id):
         result = search_run(_prepare(request, readable_id))
@@ -68,6 +78,7 @@ class EventStreamRenderer(BaseRenderer):
 
 
 class PipelineSearchStreamView(APIView):
+    throttle_scope = "search"  # AIRWEAVE_SEARCH_RATE_LIMIT applies too
     renderer_classes = [JSONRenderer, EventStreamRenderer]
 
     @extend_schema(request=PipelineSearchRequestSerializer, responses={(200, "text/event-stream"): str})
@@ -87,16 +98,18 @@ def _agentic_args(request, readable_id) -> dict:
     v = data.validated_data
     parse_filter_groups(v.get("filter"))  # a bad filter answers 422 before any streaming
     return {"collection": collection, "query": v["query"], "filter_groups": v.get("filter"), "limit": v["limit"],
-            "thinking": v["thinking"]}
+            "thinking": v["thinking"], "principals": request_principals(request)}
 
 
 class AgenticSearchView(APIView):
+    throttle_scope = "search"  # AIRWEAVE_SEARCH_RATE_LIMIT applies too
     @extend_schema(request=AgenticSearchRequestSerializer, responses=SearchResponseSerializer)
     def post(self, request, readable_id):
         return Response({"results": search_agentic(**_agentic_args(request, readable_id)).results})
 
 
 class AgenticSearchStreamView(APIView):
+    throttle_scope = "search"  # AIRWEAVE_SEARCH_RATE_LIMIT applies too
     renderer_classes = [JSONRenderer, EventStreamRenderer]
 
     @extend_schema(request=AgenticSearchRequestSerializer, responses={(200, "text/event-stream"): str})

@@ -12,6 +12,7 @@ from airweave.api.serializers import (
 )
 from airweave.api.views.collections import _user
 from airweave.api.views.params import bool_param, int_param, str_param
+from airweave.api.permissions import request_principals
 from airweave.collections import selectors
 from connectors import services
 from connectors.sync.services import sync_job_cancel, sync_job_start
@@ -21,8 +22,9 @@ SourceConnectionSchema = inline_serializer("SourceConnection", {"id": drf_serial
                                                                 "short_name": drf_serializers.CharField()})
 
 
-def _detail(connection):
-    return source_connection_payload(connection, selectors.sync_job_list(source_connection=connection))
+def _detail(connection, request):
+    return source_connection_payload(connection, selectors.sync_job_list(source_connection=connection),
+                                     principals=request_principals(request))
 
 
 class SourceConnectionListView(APIView):
@@ -33,6 +35,7 @@ class SourceConnectionListView(APIView):
         connections = selectors.source_connection_list(
             organization=request.organization, collection_readable_id=str_param(request, "collection") or None,
             skip=int_param(request, "skip", 0, minimum=0), limit=int_param(request, "limit", 100, minimum=1, maximum=1000),
+            principals=request_principals(request),
         )
         return Response([source_connection_list_item(c) for c in connections])
 
@@ -48,14 +51,14 @@ class SourceConnectionListView(APIView):
             config=v.get("config") or {}, credentials=(v.get("authentication") or {}).get("credentials"),
             cron_schedule=schedule.get("cron") or "", sync_immediately=v["sync_immediately"], created_by=_user(request),
         )
-        return Response(_detail(selectors.source_connection_get(organization=request.organization, id=connection.id)),
+        return Response(_detail(selectors.source_connection_get(organization=request.organization, id=connection.id), request),
                         status=201)
 
 
 class SourceConnectionDetailView(APIView):
     @extend_schema(responses=SourceConnectionSchema)
     def get(self, request, id):
-        return Response(_detail(selectors.source_connection_get(organization=request.organization, id=id)))
+        return Response(_detail(selectors.source_connection_get(organization=request.organization, id=id), request))
 
     @extend_schema(request=SourceConnectionUpdateSerializer, responses=SourceConnectionSchema)
     def patch(self, request, id):
@@ -63,12 +66,12 @@ class SourceConnectionDetailView(APIView):
         data = SourceConnectionUpdateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         services.source_connection_update(source_connection=connection, modified_by=_user(request), **data.validated_data)
-        return Response(_detail(selectors.source_connection_get(organization=request.organization, id=id)))
+        return Response(_detail(selectors.source_connection_get(organization=request.organization, id=id), request))
 
     @extend_schema(responses=SourceConnectionSchema)
     def delete(self, request, id):
         connection = selectors.source_connection_get(organization=request.organization, id=id)
-        payload = _detail(connection)
+        payload = _detail(connection, request)
         services.source_connection_delete(source_connection=connection)
         return Response(payload)
 
