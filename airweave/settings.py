@@ -234,6 +234,24 @@ AIRWEAVE_QUOTA_ENTITIES = env.int("AIRWEAVE_QUOTA_ENTITIES", default=0)  # 0: un
 AIRWEAVE_QUOTA_SEARCHES_PER_MONTH = env.int("AIRWEAVE_QUOTA_SEARCHES_PER_MONTH", default=0)
 AIRWEAVE_QUOTA_SOURCE_CONNECTIONS = env.int("AIRWEAVE_QUOTA_SOURCE_CONNECTIONS", default=0)
 
+# --- SaaS connectors: HTTP client, SSRF guard, rate limits, OAuth providers (docs/connectors.md) ---
+AIRWEAVE_HTTP_CONNECT_TIMEOUT = env.float("AIRWEAVE_HTTP_CONNECT_TIMEOUT", default=10.0)
+AIRWEAVE_HTTP_READ_TIMEOUT = env.float("AIRWEAVE_HTTP_READ_TIMEOUT", default=60.0)
+AIRWEAVE_HTTP_MAX_ATTEMPTS = env.int("AIRWEAVE_HTTP_MAX_ATTEMPTS", default=5)
+# A server asking to wait longer than this (Retry-After) fails the request with "rate_limited".
+AIRWEAVE_HTTP_MAX_RETRY_AFTER_SECONDS = env.float("AIRWEAVE_HTTP_MAX_RETRY_AFTER_SECONDS", default=300.0)
+# The SSRF guard refuses private, loopback, link-local and reserved addresses unless allowed here.
+AIRWEAVE_ALLOW_PRIVATE_HOSTS = env.bool("AIRWEAVE_ALLOW_PRIVATE_HOSTS", default=False)
+AIRWEAVE_ALLOWED_PRIVATE_NETWORKS = env.list("AIRWEAVE_ALLOWED_PRIVATE_NETWORKS", default=[])
+# Where source rate-limit windows live (a `limits` storage URL); default REDIS_URL, else in-process.
+AIRWEAVE_RATE_LIMIT_STORAGE_URL = env("AIRWEAVE_RATE_LIMIT_STORAGE_URL", default="")
+# The deployment's OAuth providers (endpoints, scopes, client env vars); default connectors/auth/oauth_providers.yml.
+AIRWEAVE_OAUTH_PROVIDERS_FILE = env("AIRWEAVE_OAUTH_PROVIDERS_FILE", default="")
+# The public base URL of this server: OAuth callbacks and authorization links are built on it.
+AIRWEAVE_PUBLIC_URL = env("AIRWEAVE_PUBLIC_URL", default="http://127.0.0.1:8000")
+# How long an OAuth authorization link and its flow stay valid.
+AIRWEAVE_OAUTH_FLOW_MINUTES = env.int("AIRWEAVE_OAUTH_FLOW_MINUTES", default=30)
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

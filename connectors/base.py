@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Iterable, Iterator
+from typing import Any, Callable, ClassVar, Container, Iterable, Iterator
 
 
 class SourceError(Exception):
@@ -24,6 +24,28 @@ class SourceError(Exception):
     def __init__(self, message: str, category: str = "source_error"):
         super().__init__(message)
         self.category = category
+
+
+AUTH_ERROR_CATEGORIES = frozenset({
+    "invalid_credentials",   # the service refused the credentials (401 after any refresh)
+    "token_expired",         # an access token expired and cannot be refreshed (no refresh token)
+    "refresh_failed",        # the token endpoint refused the refresh token (revoked, rotated away)
+    "insufficient_scope",    # the grant lacks a scope the source needs
+    "oauth_error",           # the authorization flow itself failed (denied, bad state, bad code)
+})
+
+
+class AuthFailure(SourceError):
+    """The connection's credentials no longer work; the user must authenticate again.
+
+    Raising it (or letting the HTTP client raise it) fails the sync job and marks the source
+    connection `needs_reauth` with `error_category` = `category`, one of AUTH_ERROR_CATEGORIES.
+    """
+
+    def __init__(self, message: str, category: str = "invalid_credentials"):
+        if category not in AUTH_ERROR_CATEGORIES:
+            raise ValueError(f"unknown auth error category '{category}'")
+        super().__init__(message, category)
 
 
 class SkipEntity(Exception):
@@ -200,12 +222,31 @@ class AccessMembership:
     member: str
 
 
+@dataclass
+class SourceContext:
+    """Where a source instance runs: its organization and connection, and its credential store.
+
+    Set on a source by whoever runs it (the sync pipeline, federated search) before the first
+    `source.http` call. `credential_store` (connectors.auth.store.CredentialStore) persists
+    refreshed tokens and marks the connection `needs_reauth`; None keeps credentials in memory.
+    """
+
+    organization_id: Any = None
+    source_connection_id: Any = None
+    credential_store: Any = None
+
+
 class BaseSource:
     """Base class of every source. Subclasses are registered with `@source(...)`.
 
     Class attributes set by the decorator: `name`, `short_name`, `description`, `auth_methods`,
     `oauth_type`, `config_fields`, `auth_fields`, `labels`, `supports_continuous`,
-    `federated_search`, `supports_access_control`, `entity_types`, `rate_limit_level`.
+    `federated_search`, `supports_access_control`, `entity_types`, `rate_limit_level`,
+    `rate_limit`, `base_url`.
+
+    HTTP sources call `self.http` (a connectors.http.HttpClient built on first use, one per
+    source instance, i.e. per sync run): timeouts, retries, rate limiting, SSRF guard and auth
+    (`http_auth()`) happen underneath. See docs/connectors.md.
     """
 
     name: ClassVar[str] = ""
@@ -222,12 +263,50 @@ class BaseSource:
     supports_access_control: ClassVar[bool] = False
     supports_browse_tree: ClassVar[bool] = False
     supports_temporal_relevance: ClassVar[bool] = False
+    # "org" (one budget for all connections of an organization to this service) | "connection"
+    # | None (no limiter); `rate_limit` is the budget in the `limits` notation, e.g. "3/second".
     rate_limit_level: ClassVar[str | None] = None
+    rate_limit: ClassVar[str | None] = None
+    # Relative paths given to `self.http` are joined to this (may be a property on the instance
+    # for services whose host the user supplies).
+    base_url: ClassVar[str] = ""
     entity_types: ClassVar[tuple[type[BaseEntity], ...]] = ()
+
+    context: SourceContext | None = None
+    _http = None
 
     def __init__(self, config: dict, credentials: dict | None = None):
         self.config = config
         self.credentials = credentials or {}
+
+    @property
+    def http(self):
+        """This run's connectors.http.HttpClient, built on first use from `context` and `http_auth()`."""
+        if self._http is None:
+            from connectors.http import client_for_source
+
+            self._http = client_for_source(self)
+        return self._http
+
+    def close(self) -> None:
+        """Release what the run held: the HTTP session and its downloaded files. Called by the pipeline."""
+        if self._http is not None:
+            self._http.close()
+            self._http = None
+
+    def http_headers(self) -> dict:
+        """Headers sent with every request of `self.http` (e.g. an API version or media type)."""
+        return {}
+
+    def http_auth(self):
+        """The auth of `self.http` (a connectors.auth.tokens.Auth); override for API keys.
+
+        Default: OAuth 2 bearer tokens (refreshed) when the credentials hold `access_token`,
+        OAuth 1 signatures when they hold `oauth_token` + `oauth_token_secret`, else none.
+        """
+        from connectors.auth.tokens import default_auth_for
+
+        return default_auth_for(self)
 
     @classmethod
     def validate_config(cls, config: dict, *, for_api: bool = False) -> dict:
@@ -312,14 +391,21 @@ class BaseSource:
         """True when generate_entities listed everything, so absent entities are deletions."""
         return True
 
-    def deleted_entity_ids(self, known_ids: set[str]) -> Iterable[str]:
-        """After a run that was not a full listing: the ids deleted at the source since the cursor.
+    def deleted_entity_ids(self) -> Iterable[str]:
+        """Entity ids the service reported deleted during this run (incremental sources).
 
-        `known_ids` are the ids of the connection's entities as last synced. A source answers
-        from its own signal (a git diff's deleted paths, a table's primary keys listed cheaply,
-        an IMAP mailbox's UIDs). Ids that are not known are ignored. Default: none.
+        Read by the pipeline after generate_entities is exhausted; ids it does not know are
+        ignored. A full listing needs none of this: absent entities are deleted anyway.
         """
         return ()
+
+    def present_entity_ids(self) -> Container[str] | None:
+        """After a run that was not a full listing: what still exists at the source, from a
+        cheap listing (a table's primary keys, a mailbox's Message-IDs), as anything answering
+        `entity_id in ...`. Known entities not in it, and not listed this run, are deleted.
+        None (the default): the source cannot tell, and only `deleted_entity_ids` deletes.
+        """
+        return None
 
 
 _TYPE_CHECKS = {

@@ -47,3 +47,21 @@ def get_source(short_name: str) -> type[BaseSource]:
 def all_sources() -> list[type[BaseSource]]:
     """Every registered source, sorted by short name."""
     return [_SOURCES[k] for k in sorted(_SOURCES)]
+
+
+def source_for_connection(connection) -> BaseSource:
+    """An instance of `connection`'s source with its config, decrypted credentials and run context.
+
+    The context carries the organization and connection ids (rate-limit keys) and a credential
+    store that persists refreshed tokens and marks the connection `needs_reauth`. Raises
+    KeyError for an unknown source. Call `close()` on the instance when done.
+    """
+    from airweave.crypto import decrypt_json
+    from connectors.auth.store import ConnectionCredentialStore
+    from connectors.base import SourceContext
+
+    credentials = {k: v for k, v in decrypt_json(connection.encrypted_credentials).items() if not k.startswith("_")}
+    source = get_source(connection.short_name)(connection.config, credentials)
+    source.context = SourceContext(organization_id=connection.organization_id, source_connection_id=connection.id,
+                                   credential_store=ConnectionCredentialStore(connection.id))
+    return source

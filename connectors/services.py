@@ -1,7 +1,11 @@
 """Source connection services: create, update and delete, validated against the source's declaration."""
 from __future__ import annotations
 
+from datetime import timezone as dt_timezone
+
 from django.db import transaction
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from airweave.collections.models import Collection, SourceConnection, Sync
 from airweave.collections.selectors import source_connection_count
@@ -22,14 +26,24 @@ class SourceConnectionError(ValueError):
 
 def source_connection_create(*, collection: Collection, short_name: str, name: str | None = None,
                              description: str = "", config: dict | None = None, credentials: dict | None = None,
-                             cron_schedule: str = "", sync_immediately: bool = True, created_by=None,
-                             for_api: bool = True) -> SourceConnection:
+                             authentication: dict | None = None, cron_schedule: str = "",
+                             sync_immediately: bool = True, created_by=None, for_api: bool = True,
+                             callback_url: str | None = None) -> SourceConnection:
     """Create a connection (and its Sync) in `collection`'s organization; start a job if asked.
 
-    `config` is validated against the source's declared config fields, and `credentials` (when
-    given) against its declared auth fields; `for_api` applies the API's stricter rules (e.g.
-    local paths only under AIRWEAVE_LOCAL_ROOTS). Raises SourceConnectionError naming the bad
-    field, and QuotaExceeded when the organization has as many connections as its quota allows.
+    `config` is validated against the source's declared config fields; `for_api` applies the
+    API's stricter rules (e.g. local paths only under AIRWEAVE_LOCAL_ROOTS).
+    `authentication` is API.md's object, checked against the source's auth methods (`{}`: direct
+    if the source has it, else the browser flow), one of:
+    `{credentials}` (direct), `{access_token, refresh_token?, expires_at?}` (token injection; expires_at in
+    epoch seconds or ISO-8601), `{redirect_uri?, client_id?, client_secret?, consumer_key?,
+    consumer_secret?}` (the browser flow, with the connection's own OAuth client when given:
+    the connection is created `pending_auth`, `auth_summary(connection)["auth_url"]` is the URL
+    to open, and `sync_immediately` means "sync once authenticated"; `callback_url` overrides
+    the OAuth redirect URI). `credentials` (operators: commands, admin) are stored as given.
+    `credentials` given directly are also checked against the source's declared auth fields.
+    Raises SourceConnectionError naming the bad field, and QuotaExceeded when the organization
+    has as many connections as its quota allows.
     """
     try:
         source_cls = get_source(short_name)
@@ -41,6 +55,13 @@ def source_connection_create(*, collection: Collection, short_name: str, name: s
         raise SourceConnectionError(str(exc), "config") from None
     credentials = _valid_credentials(source_cls, credentials)
     cron_schedule = _valid_cron(cron_schedule)
+    if authentication is not None:
+        method, stored, browser, authenticated = _authentication_plan(source_cls, authentication)
+    elif credentials:  # the operator's raw credentials (commands, admin, tests): stored as given
+        method = "oauth_token" if credentials.get("access_token") else "direct"
+        stored, browser, authenticated = credentials, None, True
+    else:
+        method, stored, browser, authenticated = _authentication_plan(source_cls, {"credentials": {}})
     with transaction.atomic():
         # Locking the organization's row serialises concurrent creations against the quota.
         organization = Organization.objects.select_for_update().get(pk=collection.organization_id)
@@ -48,18 +69,107 @@ def source_connection_create(*, collection: Collection, short_name: str, name: s
         connection = SourceConnection.objects.create(
             organization_id=collection.organization_id, collection=collection,
             name=(name or f"{source_cls.name} connection")[:200], description=description or "",
-            short_name=short_name, config=clean_config, encrypted_credentials=encrypt_json(credentials or {}),
-            auth_method="direct", created_by=created_by, modified_by=created_by,
+            short_name=short_name, config=clean_config, encrypted_credentials=encrypt_json(stored),
+            auth_method=method, created_by=created_by, modified_by=created_by,
+            is_authenticated=authenticated, authenticated_at=timezone.now() if method == "oauth_token" else None,
+            status=SourceConnection.Status.PENDING_SYNC if authenticated else SourceConnection.Status.PENDING_AUTH,
         )
         sync = Sync.objects.create(organization_id=collection.organization_id, source_connection=connection,
                                    cron_schedule=cron_schedule)
         sync_schedule_apply(sync)
-    if sync_immediately:
+        if browser is not None:
+            from connectors.auth.oauth import AuthorizationError, start_authorization
+
+            try:
+                start_authorization(connection, browser.get("redirect_uri"), callback_url=callback_url,
+                                    sync_after=sync_immediately)
+            except AuthorizationError as exc:
+                raise SourceConnectionError(str(exc), "authentication") from None
+            connection.refresh_from_db()
+    if sync_immediately and authenticated:
         from connectors.sync.services import sync_job_start
 
         sync_job_start(source_connection=connection)
         connection.refresh_from_db()
     return connection
+
+
+_BROWSER_FIELDS = {"redirect_uri", "client_id", "client_secret", "consumer_key", "consumer_secret"}
+_TOKEN_FIELDS = {"access_token", "refresh_token", "expires_at"}
+_OAUTH_METHODS = {"oauth_browser", "oauth_token", "oauth_byoc"}
+
+
+def _authentication_plan(source_cls, authentication: dict) -> tuple[str, dict, dict | None, bool]:
+    """(auth_method, credentials to store, the browser-flow fields or None, authenticated) for API.md's
+    `authentication`."""
+    declared = set(source_cls.auth_methods)
+    if not authentication:  # nothing said: the source's own default, direct if it has it, else the browser flow
+        authentication = {"credentials": {}} if "direct" in declared else {}
+    fields = set(authentication)
+    methods = ", ".join(source_cls.auth_methods)
+    if "credentials" in fields:
+        if fields != {"credentials"}:
+            raise SourceConnectionError("authentication with credentials takes no other field", "authentication")
+        credentials = authentication["credentials"] or {}
+        if not isinstance(credentials, dict):
+            raise SourceConnectionError("authentication.credentials must be an object", "authentication.credentials")
+        if "direct" not in declared:
+            if credentials:
+                raise SourceConnectionError(f"source '{source_cls.short_name}' takes no direct credentials; its "
+                                            f"auth methods: {methods}", "authentication")
+            # No authentication yet (e.g. created in the admin): pending until an OAuth flow completes.
+            return "oauth_browser", {}, None, False
+        for f in source_cls.auth_fields:
+            if f.required and credentials.get(f.name) in (None, ""):
+                raise SourceConnectionError(f"authentication.credentials.{f.name} is required ({f.title})",
+                                            f"authentication.credentials.{f.name}")
+        return "direct", _valid_credentials(source_cls, credentials) or {}, None, True
+    if "access_token" in fields:
+        if fields - _TOKEN_FIELDS:
+            raise SourceConnectionError(f"token injection takes only {', '.join(sorted(_TOKEN_FIELDS))}",
+                                        "authentication")
+        if not declared & _OAUTH_METHODS:
+            raise SourceConnectionError(f"source '{source_cls.short_name}' takes no OAuth token; its auth methods: "
+                                        f"{methods}", "authentication")
+        token = {k: authentication[k] for k in _TOKEN_FIELDS if authentication.get(k) not in (None, "")}
+        if not isinstance(token.get("access_token"), str):
+            raise SourceConnectionError("authentication.access_token must be a non-empty string",
+                                        "authentication.access_token")
+        if "expires_at" in token:
+            token["expires_at"] = _epoch_seconds(token["expires_at"])
+        return "oauth_token", token, None, True
+    if fields - _BROWSER_FIELDS:
+        raise SourceConnectionError(f"unknown authentication field(s): {', '.join(sorted(fields - _BROWSER_FIELDS))}",
+                                    "authentication")
+    if not declared & {"oauth_browser", "oauth_byoc"}:
+        raise SourceConnectionError(f"source '{source_cls.short_name}' has no browser authorization; its auth "
+                                    f"methods: {methods}", "authentication")
+    client = {k: authentication[k] for k in ("client_id", "client_secret", "consumer_key", "consumer_secret")
+              if authentication.get(k)}
+    if ("client_secret" in client and "client_id" not in client) or (
+            "consumer_secret" in client and "consumer_key" not in client):
+        raise SourceConnectionError("a client secret needs its client id (client_id / consumer_key)", "authentication")
+    if source_cls.requires_byoc and not client:
+        raise SourceConnectionError(f"source '{source_cls.short_name}' needs your own OAuth client: give client_id "
+                                    f"and client_secret", "authentication.client_id")
+    return ("oauth_byoc" if client else "oauth_browser"), client, authentication, False
+
+
+def _epoch_seconds(value) -> float:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, str):
+        parsed = parse_datetime(value.strip())
+        if parsed is not None:
+            if parsed.tzinfo is None:
+                parsed = parsed.replace(tzinfo=dt_timezone.utc)
+            return parsed.timestamp()
+        try:
+            return float(value)
+        except ValueError:
+            pass
+    raise SourceConnectionError("authentication.expires_at must be epoch seconds or an ISO-8601 date-time",
+                                "authentication.expires_at")
 
 
 def source_connection_delete(*, source_connection: SourceConnection) -> None:
@@ -110,6 +220,26 @@ def _valid_credentials(source_cls, credentials: dict | None) -> dict | None:
         return source_cls.validate_auth(credentials)
     except ValueError as exc:
         raise SourceConnectionError(str(exc), "authentication.credentials") from None
+
+
+def source_connection_credentials_save(*, source_connection_id, credentials: dict) -> None:
+    """Persist `credentials` (encrypted) on a connection, e.g. a refreshed or rotated OAuth token.
+
+    Called by connectors.auth.store inside its row lock when a token is refreshed.
+    """
+    SourceConnection.objects.filter(pk=source_connection_id).update(
+        encrypted_credentials=encrypt_json(credentials), modified_at=timezone.now())
+
+
+def source_connection_mark_needs_reauth(*, source_connection_id, category: str, message: str) -> None:
+    """Mark a connection `needs_reauth` (not authenticated) with `error_category` and a message.
+
+    `category` is one of connectors.base.AUTH_ERROR_CATEGORIES. The next successful
+    authentication (connectors.auth.oauth) sets the connection back to active.
+    """
+    SourceConnection.objects.filter(pk=source_connection_id).update(
+        status=SourceConnection.Status.NEEDS_REAUTH, is_authenticated=False, error_category=category[:64],
+        error_message=message[:2000], modified_at=timezone.now())
 
 
 def _valid_cron(expression: str) -> str:

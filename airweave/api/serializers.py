@@ -6,6 +6,7 @@ from rest_framework import serializers
 
 from airweave.collections.models import Collection, SourceConnection, SyncJob
 from airweave.collections.selectors import collection_status, entity_counts_by_type
+from connectors.auth.oauth import auth_summary
 
 
 class StrictSerializer(serializers.Serializer):
@@ -138,8 +139,23 @@ class ScheduleSerializer(StrictSerializer):
     cursor_field = serializers.CharField(required=False, allow_null=True, allow_blank=True)
 
 
-class DirectAuthenticationSerializer(StrictSerializer):
-    credentials = serializers.DictField()
+class AuthenticationSerializer(StrictSerializer):
+    """One of API.md's three shapes, told apart by their fields (the service checks the combination):
+    direct `{credentials}`, token injection `{access_token, refresh_token?, expires_at?}`, browser /
+    bring-your-own-client `{redirect_uri?, client_id?, client_secret?, consumer_key?, consumer_secret?}`."""
+
+    credentials = serializers.DictField(required=False)
+    access_token = serializers.CharField(required=False)
+    refresh_token = serializers.CharField(required=False, allow_null=True)
+    expires_at = serializers.JSONField(required=False, allow_null=True,
+                                       help_text="Epoch seconds or an ISO-8601 date-time")
+    redirect_uri = serializers.URLField(required=False, allow_null=True,
+                                        help_text="Where the browser returns once the authorization ends")
+    client_id = serializers.CharField(required=False)
+    client_secret = serializers.CharField(required=False)
+    consumer_key = serializers.CharField(required=False)
+    consumer_secret = serializers.CharField(required=False)
+
 
 
 class SourceConnectionCreateSerializer(StrictSerializer):
@@ -150,7 +166,7 @@ class SourceConnectionCreateSerializer(StrictSerializer):
     config = serializers.DictField(required=False, allow_null=True)
     schedule = ScheduleSerializer(required=False, allow_null=True)
     sync_immediately = serializers.BooleanField(required=False, default=True)
-    authentication = DirectAuthenticationSerializer(required=False, allow_null=True)
+    authentication = AuthenticationSerializer(required=False, allow_null=True)
 
 
 class SourceConnectionUpdateSerializer(StrictSerializer):
@@ -209,8 +225,7 @@ def source_connection_payload(connection: SourceConnection, jobs: list[SyncJob] 
         "status": connection.status,
         "created_at": connection.created_at,
         "modified_at": connection.modified_at,
-        "auth": {"method": connection.auth_method, "authenticated": connection.is_authenticated,
-                 "authenticated_at": connection.authenticated_at},
+        "auth": auth_summary(connection),
         "config": connection.config,
         "schedule": {"cron": sync.cron_schedule or None, "next_run": sync.next_run_at, "continuous": sync.continuous,
                      "cursor_field": sync.cursor_field or None} if sync else None,

@@ -21,6 +21,8 @@ urlpatterns = [
     path("sources", sources.SourceListView.as_view()),
     path("sources/<str:short_name>", sources.SourceDetailView.as_view()),
     path("source-connections", source_connections.SourceConnectionListView.as_view()),
+    path("source-connections/callback", source_connections.SourceConnectionCallbackView.as_view()),
+    path("source-connections/authorize/<str:claim>", source_connections.SourceConnectionAuthorizeView.as_view()),
     path("source-connections/<uuid:id>", source_connections.SourceConnectionDetailView.as_view()),
     path("source-connections/<uuid:id>/run", source_connections.SourceConnectionRunView.as_view()),
     path("source-connections/<uuid:id>/jobs", source_connections.SourceConnectionJobsView.as_view()),

@@ -26,7 +26,7 @@ from connectors.base import SkipEntity
 from connectors.converters import csv, docx, html, mail, markdown, pdf, pptx, text, xlsx
 from connectors.converters._common import Document, clean_text, decode_text, short_error
 
-__all__ = ["Document", "convert_bytes", "convert_file", "read_front_matter", "SUPPORTED_EXTENSIONS"]
+__all__ = ["Document", "convert_file", "convert_bytes", "read_front_matter", "SUPPORTED_EXTENSIONS"]
 
 _CONVERTERS = {ext: module for module in (markdown, text, html, pdf, docx, pptx, xlsx, csv, mail)
                for ext in module.EXTENSIONS}
@@ -61,29 +61,21 @@ def convert_file(path: Path, *, max_bytes: int) -> Document:
         raise SkipEntity(f"unreadable: {exc.strerror or short_error(exc)}") from exc
     if len(data) > max_bytes:
         raise SkipEntity(f"file too large: {len(data)}+ bytes > limit {max_bytes} bytes")
-    return _convert(converter, data, path, max_bytes)
+    return convert_bytes(data, path, max_bytes=max_bytes)
 
 
-def convert_bytes(data: bytes, file_name: str, *, max_bytes: int) -> Document:
-    """Convert a file held in memory (a zip member, a git blob, a mail attachment).
-
-    `file_name` picks the converter by its extension. Same rules and reasons as convert_file;
-    raises only SkipEntity.
-    """
-    path = Path(file_name or "unnamed")
+def convert_bytes(data: bytes, path: Path, *, max_bytes: int) -> Document:
+    """Convert `data`, the content of a file named `path` (its extension picks the converter), e.g. a
+    downloaded web page as `Path("page.html")`. Raises SkipEntity(reason) on any failure."""
+    path = Path(path)
     extension = path.suffix.lower()
     converter = _CONVERTERS.get(extension)
     if converter is None:
         raise SkipEntity(f"unsupported file type: {extension or path.name}")
-    if len(data) > max_bytes:
-        raise SkipEntity(f"file too large: {len(data)} bytes > limit {max_bytes} bytes")
     if not data:
         raise SkipEntity("empty: no text extracted")
-    return _convert(converter, data, path, max_bytes)
-
-
-def _convert(converter, data: bytes, path: Path, max_bytes: int) -> Document:
-    extension = path.suffix.lower()
+    if len(data) > max_bytes:
+        raise SkipEntity(f"file too large: {len(data)}+ bytes > limit {max_bytes} bytes")
     try:
         document = converter.convert(data, path, max_bytes)
     except SkipEntity:

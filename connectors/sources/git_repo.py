@@ -147,8 +147,9 @@ class GitSource(BaseSource):
     def next_cursor(self) -> dict:
         return self._cursor
 
-    def deleted_entity_ids(self, known_ids: set[str]) -> list[str]:
-        return [p for p in self._deleted if p in known_ids]
+    def deleted_entity_ids(self) -> list[str]:
+        """Paths `git diff --name-status` reported deleted since the last synced tip."""
+        return list(self._deleted)
 
     # -- listing -----------------------------------------------------------------------
 

@@ -135,11 +135,10 @@ class ImapSource(BaseSource):
     def next_cursor(self) -> dict:
         return {"mailboxes": self._cursor}
 
-    def deleted_entity_ids(self, known_ids: set[str]) -> list[str]:
-        if self._present is None:
-            return []
-        present = self._present
-        return [i for i in known_ids if i.split("#attachment-", 1)[0] not in present]
+    def present_entity_ids(self) -> _PresentMessages | None:
+        """The messages left in the mailboxes (after an incremental run); an attachment is
+        present while its message is."""
+        return None if self._present is None else _PresentMessages(self._present)
 
     def generate_entities(self, cursor: dict) -> Iterator[BaseEntity]:
         """Fetch new messages of every configured mailbox; see the module docstring."""
@@ -244,6 +243,13 @@ class ImapSource(BaseSource):
                 except Exception:  # unparsable: it was skipped, never indexed
                     continue
         return out
+
+
+class _PresentMessages(set):
+    """Message entity ids; `in` also answers for their attachments (`<id>#attachment-<n>`)."""
+
+    def __contains__(self, entity_id) -> bool:
+        return super().__contains__(str(entity_id).split("#attachment-", 1)[0])
 
 
 def _logout(conn: imaplib.IMAP4) -> None:

@@ -56,5 +56,5 @@ class PushSource(BaseSource):
     def is_full_listing(self) -> bool:
         return False
 
-    def deleted_entity_ids(self, known_ids: set[str]) -> list[str]:
-        return [i for i in self.delete_ids if i in known_ids]
+    def deleted_entity_ids(self) -> list[str]:
+        return list(self.delete_ids)

@@ -125,10 +125,9 @@ class SQLSource(BaseSource):
     def next_cursor(self) -> dict:
         return {"tables": self._cursor}
 
-    def deleted_entity_ids(self, known_ids: set[str]) -> list[str]:
-        if self._present is None:
-            return []
-        return [i for i in known_ids if i not in self._present]
+    def present_entity_ids(self) -> set[str] | None:
+        """Ids of every row of the configured tables (listed after an incremental run)."""
+        return self._present
 
     def engine(self):
         raise NotImplementedError

@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from airweave.collections.models import SourceConnection, Sync, SyncJob
 from airweave.events import make_event, publish_to_group, sync_job_group
+from connectors.base import AUTH_ERROR_CATEGORIES
 
 S = SyncJob.Status
 ALLOWED_FROM = {
@@ -87,7 +88,11 @@ def _connection_status_follow(job: SyncJob) -> None:
     if status is None:
         return
     fields = {"status": status}
-    if job.status == S.FAILED:
+    if job.status == S.FAILED and job.error_category in AUTH_ERROR_CATEGORIES:
+        # The credentials no longer work: the user must authenticate again (see AuthFailure).
+        fields.update(status=SourceConnection.Status.NEEDS_REAUTH, is_authenticated=False,
+                      error_category=job.error_category, error_message=job.error[:2000])
+    elif job.status == S.FAILED:
         fields.update(error_category=job.error_category or "sync_error", error_message=job.error[:2000])
     elif job.status == S.COMPLETED:
         fields.update(error_category="", error_message="")

@@ -28,14 +28,13 @@ from airweave.collections.models import SyncCursor, SyncJob
 from airweave.collections.services import (
     ChunkRecord, EntityRecord, access_memberships_replace, entities_delete, entities_write,
 )
-from airweave.crypto import decrypt_json
 from airweave.events import make_event, publish_to_group, sync_job_group
 from airweave.providers.embeddings import ProviderUnavailable, get_embedder
 from airweave.providers.errors import ProviderError
 from airweave.tenancy.quotas import ENTITIES, quota_remaining
 from connectors.base import AccessMembership, BaseEntity, BaseSource, BlobEntity, FileEntity, SkipEntity, SourceError
 from connectors.converters import convert_bytes, convert_file
-from connectors.registry import get_source
+from connectors.registry import source_for_connection
 from connectors.sync.chunking import chunk_text
 from connectors.sync.jobs import S, sync_job_transition
 
@@ -151,10 +150,13 @@ class SyncPipeline:
         return job
 
     def _sync(self) -> None:
-        source = self.source
-        if source is None:
-            source_cls = get_source(self.connection.short_name)
-            source = source_cls(self.connection.config, decrypt_json(self.connection.encrypted_credentials))
+        source = self.source or source_for_connection(self.connection)
+        try:
+            self._sync_source(source)
+        finally:
+            source.close()
+
+    def _sync_source(self, source) -> None:
         self.supports_access_control = bool(type(source).supports_access_control)
         if self.supports_access_control:
             self._sync_memberships(source)
@@ -205,7 +207,11 @@ class SyncPipeline:
         if source.is_full_listing():
             self._delete_missing(known, seen)
         else:
-            self._delete_reported(source, known, seen)
+            self._delete_absent(source, known, seen)
+        reported = [entity_id for entity_id in dict.fromkeys(source.deleted_entity_ids())
+                    if entity_id in known and entity_id not in seen]
+        if reported:
+            self.counters.deleted += entities_delete(source_connection=self.connection, entity_ids=reported)
         keyword_stats_refresh(self.collection.id)
         self._checkpoint()
         SyncCursor.objects.update_or_create(sync_id=self.job.sync_id, defaults={"data": source.next_cursor()})
@@ -239,10 +245,12 @@ class SyncPipeline:
             return
         self.counters.deleted += entities_delete(source_connection=self.connection, entity_ids=missing)
 
-    def _delete_reported(self, source: BaseSource, known: dict[str, str], seen: set[str]) -> None:
-        """Deletions an incremental source observed itself (no listing guard: they are explicit)."""
-        gone = [entity_id for entity_id in dict.fromkeys(source.deleted_entity_ids(set(known)))
-                if entity_id in known and entity_id not in seen]
+    def _delete_absent(self, source: BaseSource, known: dict[str, str], seen: set[str]) -> None:
+        """After an incremental run: delete known entities the source's cheap listing no longer has."""
+        present = source.present_entity_ids()
+        if present is None:
+            return
+        gone = [entity_id for entity_id in known if entity_id not in seen and entity_id not in present]
         if gone:
             self.counters.deleted += entities_delete(source_connection=self.connection, entity_ids=gone)
 

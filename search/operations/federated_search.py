@@ -9,8 +9,7 @@ import logging
 
 from airweave.collections.access import is_visible, normalize_access
 from airweave.collections.models import SourceConnection
-from airweave.crypto import decrypt_json
-from connectors.registry import get_source
+from connectors.registry import get_source, source_for_connection
 from search.operations.base import Context, OperationSkipped, SearchOperation
 from search.state import Candidate, SearchState
 
@@ -31,13 +30,15 @@ class FederatedSearch(SearchOperation):
         lists, failures = [], {}
         for connection in connections:
             source_cls = get_source(connection.short_name)
-            source = source_cls(connection.config, decrypt_json(connection.encrypted_credentials))
+            source = source_for_connection(connection)
             try:
                 results = source.search(state.query, limit=state.offset + state.limit)
             except Exception as exc:  # a failing federated source gives partial results, not a failed search
                 logger.warning("federated search of %s failed", connection.short_name, exc_info=True)
                 failures[connection.short_name] = str(exc)
                 continue
+            finally:
+                source.close()
             lists.append(_visible(results, source_cls, connection.id, state.principals))
         k = state.rrf_k
         scores: dict[str, float] = {}

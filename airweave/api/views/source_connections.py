@@ -1,8 +1,12 @@
 """/source-connections: create, list, get, update, delete, run, jobs, cancel."""
 from __future__ import annotations
 
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from django.http import HttpResponseRedirect
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers as drf_serializers
+from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -15,6 +19,7 @@ from airweave.api.views.params import bool_param, int_param, str_param
 from airweave.api.permissions import request_principals
 from airweave.collections import selectors
 from connectors import services
+from connectors.auth import oauth
 from connectors.sync.services import sync_job_cancel, sync_job_start
 
 SourceConnectionSchema = inline_serializer("SourceConnection", {"id": drf_serializers.UUIDField(),
@@ -46,9 +51,10 @@ class SourceConnectionListView(APIView):
         v = data.validated_data
         collection = selectors.collection_get(organization=request.organization, readable_id=v["readable_collection_id"])
         schedule = v.get("schedule") or {}
+        authentication = {k: val for k, val in (v.get("authentication") or {}).items() if val is not None}
         connection = services.source_connection_create(
             collection=collection, short_name=v["short_name"], name=v.get("name"), description=v.get("description") or "",
-            config=v.get("config") or {}, credentials=(v.get("authentication") or {}).get("credentials"),
+            config=v.get("config") or {}, authentication=authentication,
             cron_schedule=schedule.get("cron") or "", sync_immediately=v["sync_immediately"], created_by=_user(request),
         )
         return Response(_detail(selectors.source_connection_get(organization=request.organization, id=connection.id), request),
@@ -99,3 +105,61 @@ class SourceConnectionJobCancelView(APIView):
         connection = selectors.source_connection_get(organization=request.organization, id=id)
         job = selectors.sync_job_get(organization=request.organization, id=job_id, source_connection=connection)
         return Response(SourceConnectionJobSerializer(job_payload(sync_job_cancel(job=job))).data)
+
+
+class SourceConnectionAuthorizeView(APIView):
+    """GET /source-connections/authorize/{claim}: the one-time link of `auth.auth_url`.
+
+    Binds the flow to this browser (an HttpOnly cookie) and redirects to the provider.
+    """
+
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+
+    @extend_schema(exclude=True)
+    def get(self, request, claim):
+        try:
+            provider_url, nonce = oauth.claim_authorization(claim)
+        except oauth.AuthorizationError as exc:
+            return Response({"detail": str(exc)}, status=exc.status)
+        response = HttpResponseRedirect(provider_url)
+        response.set_cookie(oauth.BROWSER_COOKIE, nonce, max_age=oauth.flow_seconds(), httponly=True,
+                            samesite="Lax", secure=request.is_secure(), path="/source-connections/callback")
+        return response
+
+
+class SourceConnectionCallbackView(APIView):
+    """GET /source-connections/callback?state=&code=: the OAuth redirect target (OAuth 1: oauth_token, oauth_verifier).
+
+    Redirects to the flow's redirect URL with `status=success&source_connection_id=` (or
+    `status=error&error=oauth_error&message=`); without one, answers JSON.
+    """
+
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+
+    @extend_schema(parameters=[OpenApiParameter("state", str), OpenApiParameter("code", str)], responses=None)
+    def get(self, request):
+        q = request.query_params
+        try:
+            done = oauth.complete_authorization(
+                state=q.get("state", ""), code=q.get("code"), error=q.get("error"),
+                error_description=q.get("error_description"), oauth_token=q.get("oauth_token"),
+                oauth_verifier=q.get("oauth_verifier"), browser_nonce=request.COOKIES.get(oauth.BROWSER_COOKIE))
+        except oauth.AuthorizationError as exc:
+            if exc.redirect_url:
+                return _redirect_with(exc.redirect_url, status="error", error="oauth_error", message=str(exc)[:300],
+                                      source_connection_id=str(exc.connection.id))
+            return Response({"detail": str(exc)}, status=exc.status)
+        if done.redirect_url:
+            response = _redirect_with(done.redirect_url, status="success", source_connection_id=str(done.connection.id))
+        else:
+            response = Response({"status": "success", "source_connection_id": str(done.connection.id)})
+        response.delete_cookie(oauth.BROWSER_COOKIE, path="/source-connections/callback")
+        return response
+
+
+def _redirect_with(url: str, **params) -> HttpResponseRedirect:
+    parts = urlsplit(url)
+    query = urlencode([*parse_qsl(parts.query), *params.items()])
+    return HttpResponseRedirect(urlunsplit((parts.scheme, parts.netloc, parts.path, query, parts.fragment)))

@@ -1,0 +1,176 @@
+"""GitHub: the issues and pull requests of chosen repositories, with their comments.
+
+The reference SaaS source of docs/connectors.md. Config: `repositories` ("owner/name", one
+or more), `include_comments` (default true). Auth: a personal access token (direct,
+`personal_access_token`), or OAuth (browser flow, bring-your-own client, or an injected
+token; GitHub OAuth app tokens do not expire: `access_only`).
+
+API (REST v3, `application/vnd.github+json`): `GET /repos/{repo}/issues?state=all&per_page=100`
+(pull requests included, marked by a `pull_request` key), paginated by `Link` headers;
+`since=<ISO time>` on incremental runs; each issue's `comments_url` when it has comments.
+Budget: 5,000 requests an hour per token, so the rate limit is per connection; the HTTP
+client waits on GitHub's `X-RateLimit-Reset` when a 403 says the budget is spent.
+
+Entities: GitHubIssueEntity (`entity_id` "owner/name#123"; breadcrumb: the repository) and
+GitHubCommentEntity ("owner/name#123/comment/456"; breadcrumbs: repository, issue). Cursor:
+`{"since": {"owner/name": "<newest updated_at seen>"}}`. A run with a cursor lists only what
+changed, so it is not a full listing (GitHub reports no deletions; a forced full sync
+removes deleted issues and comments).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Iterator
+
+from connectors.auth.tokens import BearerAuth
+from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField, SourceError
+from connectors.http import HttpError
+from connectors.registry import source
+
+_REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+
+
+def _time(value: str | None) -> datetime | None:
+    return datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None
+
+
+@dataclass
+class GitHubIssueEntity(BaseEntity):
+    """An issue or a pull request."""
+
+    repository: str = ""
+    number: int = 0
+    state: str = ""
+    is_pull_request: bool = False
+    author: str = ""
+    labels: list[str] = field(default_factory=list)
+    body: str = ""
+
+    # New comments move updated_at without changing the issue's own text.
+    volatile_fields = ("updated_at",)
+
+    def textual_representation(self) -> str:
+        kind = "Pull request" if self.is_pull_request else "Issue"
+        labels = f"; labels: {', '.join(self.labels)}" if self.labels else ""
+        return (f"# {self.name}\n\n{kind} #{self.number} in {self.repository} by {self.author}, "
+                f"{self.state}{labels}\n\n{self.body}").strip()
+
+
+@dataclass
+class GitHubCommentEntity(BaseEntity):
+    """A comment on an issue or a pull request."""
+
+    repository: str = ""
+    issue_number: int = 0
+    author: str = ""
+    body: str = ""
+
+    def textual_representation(self) -> str:
+        return f"Comment by {self.author} on {self.repository}#{self.issue_number}: {self.name}\n\n{self.body}".strip()
+
+
+@source(
+    name="GitHub",
+    short_name="github",
+    description="Issues and pull requests of GitHub repositories, with their comments.",
+    auth_methods=("direct", "oauth_browser", "oauth_token", "oauth_byoc"),
+    oauth_type="access_only",
+    auth_fields=(ConfigField("personal_access_token", "Personal access token", "string",
+                             "A fine-grained or classic token with read access to the repositories.",
+                             required=True, is_secret=True),),
+    config_fields=(
+        ConfigField("repositories", "Repositories", "array", "owner/name of each repository, e.g. octocat/Hello-World.",
+                    required=True, items_type="string"),
+        ConfigField("include_comments", "Include comments", "boolean", "Index the comments too.", default=True),
+    ),
+    labels=("Code", "Ticketing"),
+    entity_types=(GitHubIssueEntity, GitHubCommentEntity),
+    rate_limit_level="connection",
+    rate_limit="5000/hour",
+    base_url="https://api.github.com",
+)
+class GitHubSource(BaseSource):
+    """Lists issues, pull requests and comments; see the module docstring."""
+
+    @classmethod
+    def validate_config(cls, config: dict, *, for_api: bool = False) -> dict:
+        out = super().validate_config(config, for_api=for_api)
+        repositories = [r.strip().strip("/") for r in out["repositories"]]
+        bad = [r for r in repositories if not _REPO.match(r)]
+        if not repositories or bad:
+            raise ValueError(f"config field 'repositories' needs owner/name entries, e.g. octocat/Hello-World"
+                             f"{'; not: ' + ', '.join(bad) if bad else ''}")
+        out["repositories"] = list(dict.fromkeys(repositories))
+        return out
+
+    def http_auth(self):
+        token = self.credentials.get("personal_access_token")
+        return BearerAuth(token) if token else super().http_auth()
+
+    def http_headers(self) -> dict:
+        return {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28"}
+
+    def generate_entities(self, cursor: dict) -> Iterator[BaseEntity]:
+        previous = (cursor or {}).get("since") or {}
+        self._incremental = bool(previous)
+        self._since = dict(previous)
+        for repository in self.config["repositories"]:
+            yield from self._repository(repository, previous.get(repository))
+
+    def _repository(self, repository: str, since: str | None) -> Iterator[BaseEntity]:
+        params = {"state": "all", "per_page": 100}
+        if since:
+            params["since"] = since
+        try:
+            for page in self.http.paginate(f"/repos/{repository}/issues", params=params):
+                for issue in page.json():
+                    yield self._issue(repository, issue)
+                    if self.config.get("include_comments", True) and issue.get("comments"):
+                        yield from self._comments(repository, issue)
+                    newest = self._since.get(repository)
+                    if issue["updated_at"] and (newest is None or issue["updated_at"] > newest):
+                        self._since[repository] = issue["updated_at"]
+        except HttpError as exc:
+            if exc.status in (404, 410):
+                raise SourceError(f"GitHub repository '{repository}' does not exist or this token cannot read it",
+                                  "config_error") from None
+            raise
+
+    def _issue(self, repository: str, issue: dict) -> GitHubIssueEntity:
+        breadcrumbs = [Breadcrumb(repository, repository, "GitHubRepository")]
+        return GitHubIssueEntity(
+            entity_id=f"{repository}#{issue['number']}", name=issue["title"], breadcrumbs=breadcrumbs,
+            created_at=_time(issue.get("created_at")), updated_at=_time(issue.get("updated_at")),
+            web_url=issue.get("html_url", ""), url=issue.get("url", ""),
+            repository=repository, number=issue["number"], state=issue.get("state", ""),
+            is_pull_request="pull_request" in issue, author=(issue.get("user") or {}).get("login", ""),
+            labels=[label["name"] for label in issue.get("labels") or []], body=issue.get("body") or "",
+            raw_source_fields={"number": issue["number"], "state": issue.get("state"),
+                               "is_pull_request": "pull_request" in issue,
+                               "labels": [label["name"] for label in issue.get("labels") or []],
+                               "author": (issue.get("user") or {}).get("login", ""),
+                               "closed_at": issue.get("closed_at")},
+        )
+
+    def _comments(self, repository: str, issue: dict) -> Iterator[GitHubCommentEntity]:
+        breadcrumbs = [Breadcrumb(repository, repository, "GitHubRepository"),
+                       Breadcrumb(f"{repository}#{issue['number']}", issue["title"], "GitHubIssueEntity")]
+        for page in self.http.paginate(issue["comments_url"], params={"per_page": 100}):
+            for comment in page.json():
+                author = (comment.get("user") or {}).get("login", "")
+                yield GitHubCommentEntity(
+                    entity_id=f"{repository}#{issue['number']}/comment/{comment['id']}",
+                    name=f"{issue['title']} (comment by {author})", breadcrumbs=breadcrumbs,
+                    created_at=_time(comment.get("created_at")), updated_at=_time(comment.get("updated_at")),
+                    web_url=comment.get("html_url", ""), url=comment.get("url", ""), repository=repository,
+                    issue_number=issue["number"], author=author, body=comment.get("body") or "",
+                    raw_source_fields={"author": author, "issue_number": issue["number"]},
+                )
+
+    def is_full_listing(self) -> bool:
+        return not self._incremental
+
+    def next_cursor(self) -> dict:
+        return {"since": self._since}
