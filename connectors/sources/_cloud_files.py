@@ -1,14 +1,15 @@
-"""Helpers for sources that stream files from a cloud drive (Google Drive, Dropbox, Box, mail attachments).
+"""Helpers for sources that stream files from a cloud drive (Google Drive, Dropbox, Box).
 
     fetcher = FileFetcher(self.http)
     path, reason = fetcher.fetch(url, suffix=".pdf", size=declared_size)
-    yield DriveFileEntity(..., path=path, skip_reason=reason)
+    if reason:
+        yield UnreadableEntity(entity_id=..., name=..., reason=reason)
+    else:
+        yield DriveFileEntity(..., path=path)
 
-`CloudFileEntity` is a FileEntity that may carry a `skip_reason` instead of a file: the
-pipeline counts it as skipped with that reason (the content hash raises SkipEntity), so a file
-that is too large, of an unsupported type, or gone between the listing and the download is a
-skipped entity with a reason, never a failed sync and never an entity deleted by mistake (it was
-seen in the listing).
+A file that is too large, of an unsupported type, or gone between the listing and the download
+is yielded as a `connectors.base.UnreadableEntity` with the reason: the pipeline counts it as
+skipped, never a failed sync, and never deletes an entity it had (it was seen in the listing).
 
 `FileFetcher` downloads through `HttpClient.download` (AIRWEAVE_MAX_FILE_BYTES applies) and
 removes files the pipeline is done with, so a run over a large drive does not hold every file
@@ -22,32 +23,15 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import ClassVar
 
 from django.conf import settings
 
-from connectors.base import FileEntity, SkipEntity
+from connectors.base import SkipEntity
 from connectors.converters import SUPPORTED_EXTENSIONS
 from connectors.http import HttpError
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class CloudFileEntity(FileEntity):
-    """A file of a cloud drive. `skip_reason` set (and `path` None) makes the pipeline skip it with that reason."""
-
-    mime_type: str = ""
-    skip_reason: str = ""
-
-    volatile_fields: ClassVar[tuple[str, ...]] = ("updated_at",)
-
-    def update_hash_with_content(self, digest) -> None:
-        if self.skip_reason or self.path is None:
-            raise SkipEntity(self.skip_reason or "unreadable: the file was not downloaded")
-        super().update_hash_with_content(digest)
 
 
 def extension_of(name: str) -> str:
@@ -98,11 +82,6 @@ class FileFetcher:
             raise
         self._remember(path)
         return path, None
-
-    def adopt(self, path: Path) -> Path:
-        """Track a file written by the source itself (e.g. a decoded attachment) like a downloaded one."""
-        self._remember(path)
-        return path
 
     def _remember(self, path: Path) -> None:
         self._recent.append(path)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import random
 from datetime import datetime, timezone
-from email.header import decode_header, make_header
 
 import requests
 
@@ -44,16 +43,6 @@ def epoch_ms_time(value) -> datetime | None:
         return datetime.fromtimestamp(int(value) / 1000, tz=timezone.utc)
     except (TypeError, ValueError, OverflowError):
         return None
-
-
-def decode_mime_header(value: str | None) -> str:
-    """A header value with RFC 2047 encoded words decoded ("=?utf-8?q?Caf=C3=A9?=" → "Café")."""
-    if not value:
-        return ""
-    try:
-        return str(make_header(decode_header(value)))
-    except (UnicodeError, LookupError, ValueError):
-        return value
 
 
 def error_reasons(exc: HttpError) -> set[str]:

@@ -12,9 +12,9 @@ client persists it). API: Web API v0.
   field's value.
 - Incremental (`incremental` config): later runs ask only for records created or modified
   since the last run began (`filterByFormula` on `LAST_MODIFIED_TIME()` and `CREATED_TIME()`,
-  with five minutes of overlap against clock skew). Such runs cannot see deletions: a forced
-  full sync removes deleted records. Without it, every run is a full listing and deleted
-  records are removed at once.
+  with five minutes of overlap against clock skew), then list every record's id alone
+  (`fields[]` = the primary field: small pages) for `present_entity_ids()`, so deleted
+  records are still removed. Without it, every run is a full listing.
 - Rate limit: 5 requests a second per base; a 429 asks for 30 seconds of quiet, so this
   source's retries back off from 4 seconds (4, 8, 16, 32 s) instead of 1.
 
@@ -66,8 +66,8 @@ class AirtableRecordEntity(BaseEntity):
         ConfigField("base_ids", "Bases", "array", "Ids of the bases to index (appXXXXXXXXXXXXXX); all the token "
                     "can read when empty.", items_type="string", default=[]),
         ConfigField("incremental", "Incremental", "boolean",
-                    "Fetch only records changed since the last sync (LAST_MODIFIED_TIME()); deleted records are then "
-                    "removed by a forced full sync only.", default=False),
+                    "Fetch only records changed since the last sync (LAST_MODIFIED_TIME()), plus the ids of all "
+                    "records to find deletions.", default=False),
     ),
     labels=("Database",),
     entity_types=(AirtableRecordEntity,),
@@ -95,6 +95,7 @@ class AirtableSource(BaseSource):
         started = datetime.now(timezone.utc)
         since = (cursor or {}).get("since") if self.config.get("incremental") else None
         self._full = not since
+        self._present: set[str] | None = None if self._full else set()
         self._since = (started - OVERLAP).isoformat().replace("+00:00", "Z") if self.config.get("incremental") else None
         for base in self._bases():
             crumb = Breadcrumb(base["id"], base.get("name") or base["id"], "AirtableBase")
@@ -138,6 +139,11 @@ class AirtableSource(BaseSource):
         try:
             for record in self._paged(f"{base_id}/{table['id']}", "records", params):
                 yield self._entity(base_id, table, crumbs, fields, primary, record)
+            if self._present is not None:
+                ids = {"pageSize": PAGE_SIZE, **({"fields[]": table["primaryFieldId"]} if table.get("primaryFieldId")
+                                                 else {})}
+                for record in self._paged(f"{base_id}/{table['id']}", "records", ids):
+                    self._present.add(f"{base_id}/{table['id']}/{record['id']}")
         except HttpError as exc:
             if exc.status in (403, 404):
                 raise SourceError(f"Airtable table {table.get('name')} of base {base_id} is not readable "
@@ -162,6 +168,9 @@ class AirtableSource(BaseSource):
 
     def is_full_listing(self) -> bool:
         return self._full
+
+    def present_entity_ids(self) -> set[str] | None:
+        return self._present
 
     def next_cursor(self) -> dict:
         return {"since": self._since} if self._since else {}

@@ -27,10 +27,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Iterator
 
-from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField, SourceError
+from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField, FileEntity, SourceError, UnreadableEntity
 from connectors.http import HttpError
 from connectors.registry import source
-from connectors.sources._cloud_files import CloudFileEntity, FileFetcher, extension_of, unsupported_reason
+from connectors.sources._cloud_files import FileFetcher, extension_of, unsupported_reason
 
 logger = logging.getLogger(__name__)
 FILE_FIELDS = ("type,id,name,size,sha1,etag,sequence_id,created_at,modified_at,content_modified_at,description,"
@@ -46,7 +46,7 @@ def _time(value: str | None) -> datetime | None:
 
 
 @dataclass
-class BoxFileEntity(CloudFileEntity):
+class BoxFileEntity(FileEntity):
     """A file of Box."""
 
     sha1: str = ""
@@ -193,18 +193,20 @@ class BoxSource(BaseSource):
 
     # --- one file ------------------------------------------------------------------------
 
-    def _entity(self, item: dict, crumbs: list[Breadcrumb]) -> BoxFileEntity:
+    def _entity(self, item: dict, crumbs: list[Breadcrumb]) -> BaseEntity:
         name = item.get("name") or item["id"]
         size = int(item.get("size") or 0)
         path, reason = None, unsupported_reason(name)
         if reason is None:
             path, reason = self._fetcher.fetch(f"files/{item['id']}/content", suffix=extension_of(name), size=size)
+        if reason:
+            return UnreadableEntity(entity_id=item["id"], name=name, reason=reason)
         owner = (item.get("owned_by") or {}).get("login") or ""
         return BoxFileEntity(
             entity_id=item["id"], name=name, breadcrumbs=crumbs, created_at=_time(item.get("created_at")),
             updated_at=_time(item.get("content_modified_at") or item.get("modified_at")),
             web_url=f"https://app.box.com/file/{item['id']}", url=f"https://api.box.com/2.0/files/{item['id']}",
-            path=path, size=size, skip_reason=reason or "", sha1=item.get("sha1") or "", owner=owner,
+            path=path, size=size, sha1=item.get("sha1") or "", owner=owner,
             raw_source_fields={"sha1": item.get("sha1"), "size": size, "extension": item.get("extension") or "",
                                "owner": owner, "modified_by": (item.get("modified_by") or {}).get("login") or "",
                                "description": item.get("description") or "",

@@ -29,10 +29,10 @@ from pathlib import PurePosixPath
 from typing import Iterator
 from urllib.parse import quote
 
-from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField, SourceError
+from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField, FileEntity, SourceError, UnreadableEntity
 from connectors.http import HttpError
 from connectors.registry import source
-from connectors.sources._cloud_files import CloudFileEntity, FileFetcher, extension_of, unsupported_reason
+from connectors.sources._cloud_files import FileFetcher, extension_of, unsupported_reason
 
 logger = logging.getLogger(__name__)
 CONTENT_URL = "https://content.dropboxapi.com/2/files/download"
@@ -43,7 +43,7 @@ def _time(value: str | None) -> datetime | None:
 
 
 @dataclass
-class DropboxFileEntity(CloudFileEntity):
+class DropboxFileEntity(FileEntity):
     """A file of Dropbox."""
 
     dropbox_id: str = ""
@@ -140,7 +140,7 @@ class DropboxSource(BaseSource):
             raise _Restart(f"the folder {path_lower} was deleted or moved")
         self._deleted.append(path_lower)
 
-    def _entity(self, entry: dict) -> DropboxFileEntity:
+    def _entity(self, entry: dict) -> BaseEntity:
         name = entry["name"]
         display = entry.get("path_display") or entry["path_lower"]
         size = int(entry.get("size") or 0)
@@ -150,12 +150,14 @@ class DropboxSource(BaseSource):
         if reason is None:
             path, reason = self._fetcher.fetch(CONTENT_URL, suffix=extension_of(name), size=size, headers={
                 "Dropbox-API-Arg": json.dumps({"path": entry.get("id") or entry["path_lower"]})})
+        if reason:
+            return UnreadableEntity(entity_id=entry["path_lower"], name=name, reason=reason)
         parent = str(PurePosixPath(display).parent)
         return DropboxFileEntity(
             entity_id=entry["path_lower"], name=name, breadcrumbs=_breadcrumbs(display),
             created_at=_time(entry.get("client_modified")), updated_at=_time(entry.get("server_modified")),
             web_url=f"https://www.dropbox.com/home{quote(parent if parent != '/' else '')}?preview={quote(name)}",
-            path=path, size=size, skip_reason=reason or "", dropbox_id=entry.get("id") or "",
+            path=path, size=size, dropbox_id=entry.get("id") or "",
             rev=entry.get("rev") or "", content_hash_dropbox=entry.get("content_hash") or "",
             raw_source_fields={"path": display, "dropbox_id": entry.get("id"), "size": size,
                                "content_hash": entry.get("content_hash"), "rev": entry.get("rev"),

@@ -3,82 +3,48 @@
 Auth: OAuth 2 with refresh (`gmail.readonly`). API: Gmail v1, `users/me`.
 
 - Listing: `GET messages` (`q` = the `query` config, spam and trash left out) paginated by
-  `pageToken`, then `GET messages/{id}?format=full` for each. The MIME tree of `payload` is read
-  here: the text/plain parts are the body (text/html converted when there is no plain part),
-  charsets from each part's Content-Type, RFC 2047 headers decoded (stdlib `email`). Parts with
-  a file name are attachments, fetched with `messages/{id}/attachments/{attachmentId}` only when
-  a converter reads their type and they are under AIRWEAVE_MAX_FILE_BYTES.
-- Threads are breadcrumbs; labels (user labels by name, system labels by id, UNREAD left out
-  since it changes on every read) are `raw_source_fields.labels`.
+  `pageToken`, then `GET messages/{id}?format=raw` for each: the RFC 5322 message is parsed by
+  the mail converter (`connectors.converters.mail.parse_message`, the parser of every mail
+  source: charsets, RFC 2047/2231 headers, plain body or HTML turned into text, attachments).
+- Entities are the mail sources' own (`connectors.sources.mail`): EmailEntity, `entity_id` =
+  the Gmail message id (Gmail's deletion feed names messages by it), and EmailAttachmentEntity
+  for attachments a converter reads (`<message id>#attachment-<n>`; other attachments are
+  named in the message's text). Breadcrumbs: the mailbox, then the thread (Gmail's `threadId`
+  is the id of the thread's first message) for replies. Labels (user labels by name, system
+  labels by id, UNREAD left out since it changes on every read) are `raw_source_fields.labels`.
 - Incremental: the first run reads the mailbox's `historyId` from `profile` *before* listing;
   later runs read `history` from it: added messages and label changes are fetched again,
   `messagesDeleted` (and messages moved to TRASH or SPAM) become deletions, with their
-  attachments (`<message id>/attachment/<n>`, n < MAX_ATTACHMENTS). A history id Gmail no longer
-  has (HTTP 404) starts a full listing. With a `query`, every run is a full listing: history
-  cannot be filtered by a Gmail query.
+  attachments (n ≤ MAX_ATTACHMENTS). A history id Gmail no longer has (HTTP 404) starts a
+  full listing. With a `query`, every run is a full listing: history cannot be filtered by a
+  Gmail query.
 - Access (`supports_access_control`): a message and its attachments are visible to the
-  mailbox owner and to the addresses in its From, To, Cc and Bcc headers (people who received
-  it anyway); an organization-wide caller sees everything.
+  mailbox owner and to the addresses of its From, To and Cc headers (people who received it
+  anyway); an organization-wide caller sees everything.
 
-Entities: GmailMessageEntity (`entity_id` = the Gmail message id) and GmailAttachmentEntity
-(`<message id>/attachment/<n>`). Cursor: `{"history_id": "...", "query": "..."}`.
+Cursor: `{"history_id": "...", "query": "..."}`.
 """
 from __future__ import annotations
 
 import base64
-import email.message
 import email.utils
 import logging
-import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from django.conf import settings
-
-from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField, SkipEntity
-from connectors.converters import convert_bytes
+from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField, SkipEntity, UnreadableEntity
+from connectors.converters import SUPPORTED_EXTENSIONS
+from connectors.converters.mail import normalize_subject, parse_message
 from connectors.http import HttpError
 from connectors.registry import source
-from connectors.sources._cloud_files import CloudFileEntity, FileFetcher, max_file_bytes, unsupported_reason
-from connectors.sources._google import decode_mime_header, epoch_ms_time, google_json
+from connectors.sources._google import epoch_ms_time, google_json
+from connectors.sources.mail import EmailAttachmentEntity, EmailEntity
 
 logger = logging.getLogger(__name__)
 
 MAX_ATTACHMENTS = 100
 HIDDEN_LABELS = frozenset({"UNREAD"})
 GONE_LABELS = frozenset({"TRASH", "SPAM"})
-_REPLY_PREFIX = re.compile(r"^\s*((re|fwd?|aw|wg|tr|sv|vs)\s*(\[\d+\])?\s*:\s*)+", re.IGNORECASE)
-
-
-@dataclass
-class GmailMessageEntity(BaseEntity):
-    """One e-mail message."""
-
-    thread_id: str = ""
-    subject: str = ""
-    sender: str = ""
-    to: list[str] = field(default_factory=list)
-    cc: list[str] = field(default_factory=list)
-    labels: list[str] = field(default_factory=list)
-    body: str = ""
-
-    def textual_representation(self) -> str:
-        head = [f"Subject: {self.subject}", f"From: {self.sender}"]
-        if self.to:
-            head.append(f"To: {', '.join(self.to)}")
-        if self.cc:
-            head.append(f"Cc: {', '.join(self.cc)}")
-        if self.created_at:
-            head.append(f"Date: {self.created_at.isoformat()}")
-        return "\n".join(head) + "\n\n" + self.body.strip()
-
-
-@dataclass
-class GmailAttachmentEntity(CloudFileEntity):
-    """A file attached to an e-mail message."""
-
-    message_id: str = ""
 
 
 @source(
@@ -96,7 +62,7 @@ class GmailAttachmentEntity(CloudFileEntity):
     ),
     labels=("Communication", "Email"),
     supports_access_control=True,
-    entity_types=(GmailMessageEntity, GmailAttachmentEntity),
+    entity_types=(EmailEntity, EmailAttachmentEntity),
     # Gmail: 250 quota units a second per user; messages.get costs 5, so 50 gets a second.
     rate_limit_level="connection",
     rate_limit="40/second",
@@ -106,7 +72,6 @@ class GmailSource(BaseSource):
     """Lists messages and attachments of the mailbox; see the module docstring."""
 
     def generate_entities(self, cursor: dict) -> Iterator[BaseEntity]:
-        self._fetcher = FileFetcher(self.http)
         self._deleted: list[str] = []
         query = (self.config.get("query") or "").strip()
         cursor = cursor or {}
@@ -180,13 +145,13 @@ class GmailSource(BaseSource):
 
     def _delete(self, message_id: str) -> None:
         self._deleted.append(message_id)
-        self._deleted.extend(f"{message_id}/attachment/{n}" for n in range(MAX_ATTACHMENTS))
+        self._deleted.extend(f"{message_id}#attachment-{n}" for n in range(1, MAX_ATTACHMENTS + 1))
 
     # --- one message ---------------------------------------------------------------------
 
     def _message(self, message_id: str) -> Iterator[BaseEntity]:
         try:
-            message = google_json(self, f"messages/{message_id}", params={"format": "full"})
+            message = google_json(self, f"messages/{message_id}", params={"format": "raw"})
         except HttpError as exc:
             if exc.status == 404:  # deleted between the listing and now
                 self._delete(message_id)
@@ -196,69 +161,51 @@ class GmailSource(BaseSource):
         if GONE_LABELS & set(label_ids):
             self._delete(message_id)
             return
-        payload = message.get("payload") or {}
-        headers = _headers(payload)
-        subject = decode_mime_header(headers.get("subject")) or "(no subject)"
-        sender = decode_mime_header(headers.get("from"))
-        to, cc, bcc = (_addresses(headers.get(h)) for h in ("to", "cc", "bcc"))
-        plain, html, attachments = [], [], []
-        _walk(payload, plain, html, attachments)
-        body = "\n\n".join(plain).strip() or _html_text("\n".join(html))
+        raw = _b64(message.get("raw") or "")
+        try:
+            mail = parse_message(raw)
+        except SkipEntity as exc:
+            yield UnreadableEntity(entity_id=message_id, name=message_id, reason=exc.reason)
+            return
         thread_id = message.get("threadId") or message_id
-        thread = Breadcrumb(thread_id, _REPLY_PREFIX.sub("", subject) or subject, "GmailThread")
-        participants = {a.lower() for a in [*_addresses(sender), *to, *cc, *bcc]}
-        viewers = sorted({f"user:{a}" for a in participants | ({self._me} if self._me else set()) if "@" in a})
+        subject = mail.subject or f"(no subject) from {mail.sender or 'unknown sender'}"
+        crumbs = [Breadcrumb(f"gmail:{self._me}", self._me or "Gmail", "EmailMailbox")]
+        if thread_id != message_id:
+            crumbs.append(Breadcrumb(thread_id, normalize_subject(mail.subject) or thread_id, "EmailEntity"))
+        participants = {a.lower() for _, a in email.utils.getaddresses([mail.sender, *mail.to, *mail.cc]) if "@" in a}
+        viewers = sorted(f"user:{a}" for a in participants | ({self._me} if self._me else set()))
         labels = [self._labels.get(i, i) for i in label_ids if i not in HIDDEN_LABELS]
-        sent = epoch_ms_time(message.get("internalDate"))
+        sent = mail.date or epoch_ms_time(message.get("internalDate"))
         web_url = f"https://mail.google.com/mail/u/0/#all/{message_id}"
-        yield GmailMessageEntity(
-            entity_id=message_id, name=subject, breadcrumbs=[thread], created_at=sent, updated_at=sent,
-            web_url=web_url, thread_id=thread_id, subject=subject, sender=sender, to=to, cc=cc, labels=labels,
-            body=body or message.get("snippet") or "", access_viewers=viewers, access_is_public=False,
-            raw_source_fields={"thread_id": thread_id, "labels": labels, "from": sender, "to": to, "cc": cc,
-                               "message_id_header": headers.get("message-id", ""),
-                               "has_attachments": bool(attachments)},
+        yield EmailEntity(
+            entity_id=message_id, name=subject, breadcrumbs=crumbs, created_at=sent, updated_at=sent, web_url=web_url,
+            mailbox=self._me, message_id=mail.message_id, thread_id=thread_id, text=mail.render(),
+            access_viewers=viewers, access_is_public=False,
+            raw_source_fields={
+                "mailbox": self._me, "from": mail.sender, "from_address": mail.sender_address, "to": mail.to,
+                "cc": mail.cc, "subject": mail.subject, "message_id": mail.message_id,
+                "in_reply_to": mail.in_reply_to, "thread_id": thread_id, "labels": labels,
+                "date": sent.isoformat() if sent else None, "list_id": mail.headers.get("List-Id", ""),
+                "attachments": [{"file_name": a.file_name, "content_type": a.content_type, "size_bytes": len(a.data)}
+                                for a in mail.attachments]},
         )
         if not self.config.get("include_attachments", True):
             return
-        for n, part in enumerate(attachments[:MAX_ATTACHMENTS]):
-            yield self._attachment(message_id, n, part, [thread, Breadcrumb(message_id, subject, "GmailMessageEntity")],
-                                   sent, web_url, viewers)
-
-    def _attachment(self, message_id: str, n: int, part: dict, breadcrumbs, sent, web_url, viewers):
-        name = part.get("filename") or f"attachment-{n}"
-        body = part.get("body") or {}
-        size = int(body.get("size") or 0)
-        path, reason = None, unsupported_reason(name)
-        if reason is None and size > max_file_bytes():
-            reason = f"file too large: {size} bytes > limit {max_file_bytes()} bytes"
-        if reason is None:
-            path, reason = self._attachment_file(message_id, n, name, body)
-        return GmailAttachmentEntity(
-            entity_id=f"{message_id}/attachment/{n}", name=name, breadcrumbs=breadcrumbs, created_at=sent,
-            updated_at=sent, web_url=web_url, path=path, size=size, skip_reason=reason or "",
-            mime_type=part.get("mimeType") or "", message_id=message_id, access_viewers=viewers,
-            access_is_public=False,
-            raw_source_fields={"message_id": message_id, "mime_type": part.get("mimeType") or "", "size": size},
-        )
-
-    def _attachment_file(self, message_id: str, n: int, name: str, body: dict) -> tuple[Path | None, str | None]:
-        data = body.get("data")
-        if data is None and body.get("attachmentId"):
-            try:
-                data = google_json(self, f"messages/{message_id}/attachments/{body['attachmentId']}").get("data")
-            except HttpError as exc:
-                if exc.status in (403, 404):
-                    return None, f"download refused: HTTP {exc.status}"
-                raise
-        if data is None:
-            return None, "empty: the attachment has no content"
-        content = _b64(data)
-        if len(content) > max_file_bytes():
-            return None, f"file too large: {len(content)} bytes > limit {max_file_bytes()} bytes"
-        path = self._fetcher.http.temp_dir / f"{message_id}-attachment-{n}{Path(name).suffix.lower()}"
-        path.write_bytes(content)
-        return self._fetcher.adopt(path), None
+        message_crumb = Breadcrumb(message_id, subject, "EmailEntity")
+        for n, attachment in enumerate(mail.attachments[:MAX_ATTACHMENTS], start=1):
+            if Path(attachment.file_name).suffix.lower() not in SUPPORTED_EXTENSIONS:
+                continue
+            data = attachment.data
+            yield EmailAttachmentEntity(
+                entity_id=f"{message_id}#attachment-{n}", name=attachment.file_name,
+                breadcrumbs=[*crumbs, message_crumb], created_at=sent, updated_at=sent, web_url=web_url,
+                access_viewers=viewers, access_is_public=False,
+                raw_source_fields={"mailbox": self._me, "file_name": attachment.file_name,
+                                   "content_type": attachment.content_type, "size_bytes": len(data),
+                                   "message_id": mail.message_id, "thread_id": thread_id, "labels": labels},
+                file_name=attachment.file_name, size=len(data), load=lambda data=data: data,
+                content_type=attachment.content_type, message_entity_id=message_id,
+            )
 
     # --- the contract --------------------------------------------------------------------
 
@@ -277,53 +224,5 @@ class _HistoryGone(Exception):
     """Gmail no longer has the saved history id."""
 
 
-def _headers(part: dict) -> dict[str, str]:
-    return {h["name"].lower(): h.get("value") or "" for h in part.get("headers") or [] if h.get("name")}
-
-
-def _addresses(value: str | None) -> list[str]:
-    if not value:
-        return []
-    return [address for _, address in email.utils.getaddresses([decode_mime_header(value)]) if address]
-
-
 def _b64(data: str) -> bytes:
     return base64.urlsafe_b64decode(data + "=" * (-len(data) % 4))
-
-
-def _part_text(part: dict) -> str:
-    data = (part.get("body") or {}).get("data")
-    if not data:
-        return ""
-    holder = email.message.Message()
-    holder["Content-Type"] = _headers(part).get("content-type") or part.get("mimeType") or "text/plain"
-    charset = holder.get_content_charset() or "utf-8"
-    try:
-        return _b64(data).decode(charset, errors="replace")
-    except LookupError:  # an unknown charset name
-        return _b64(data).decode("utf-8", errors="replace")
-
-
-def _walk(part: dict, plain: list[str], html: list[str], attachments: list[dict]) -> None:
-    """Collect the plain and HTML body texts and the attachment parts of a Gmail payload tree."""
-    mime = (part.get("mimeType") or "").lower()
-    body = part.get("body") or {}
-    if part.get("filename") and (body.get("attachmentId") or body.get("data")):
-        attachments.append(part)
-        return
-    if mime == "text/plain":
-        plain.append(_part_text(part))
-    elif mime == "text/html":
-        html.append(_part_text(part))
-    for child in part.get("parts") or []:
-        _walk(child, plain, html, attachments)
-
-
-def _html_text(markup: str) -> str:
-    if not markup.strip():
-        return ""
-    try:
-        return convert_bytes(markup.encode("utf-8"), Path("body.html"),
-                             max_bytes=int(settings.AIRWEAVE_MAX_FILE_BYTES)).text
-    except SkipEntity:
-        return ""

@@ -33,10 +33,10 @@ import logging
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField
+from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField, FileEntity, UnreadableEntity
 from connectors.http import HttpError
 from connectors.registry import source
-from connectors.sources._cloud_files import CloudFileEntity, FileFetcher, unsupported_reason
+from connectors.sources._cloud_files import FileFetcher, unsupported_reason
 from connectors.sources._google import google_json, google_time
 
 logger = logging.getLogger(__name__)
@@ -59,9 +59,10 @@ PAGE_SIZE = 100
 
 
 @dataclass
-class GoogleDriveFileEntity(CloudFileEntity):
+class GoogleDriveFileEntity(FileEntity):
     """A file of Google Drive (a Google Doc, Sheet or Slides deck exported, or an uploaded file)."""
 
+    mime_type: str = ""
     drive_id: str = ""
     owners: list[str] = field(default_factory=list)
     description: str = ""
@@ -143,9 +144,7 @@ class GoogleDriveSource(BaseSource):
         for folder in self._list(f"trashed = false and mimeType = '{FOLDER}'", "id,name,parents,driveId"):
             self._folders[folder["id"]] = folder
         for item in self._list(f"trashed = false and mimeType != '{FOLDER}'{owned}", FILE_FIELDS):
-            entity = self._entity(item)
-            if entity is not None:
-                yield entity
+            yield self._entity(item)
 
     def _changes(self, token: str) -> Iterator[BaseEntity]:
         params = {**self._common_params(), "pageSize": PAGE_SIZE, "includeRemoved": "true", "spaces": "drive",
@@ -168,9 +167,7 @@ class GoogleDriveSource(BaseSource):
                 if item.get("mimeType") == FOLDER:
                     self._folders[item["id"]] = item
                     continue
-                entity = self._entity(item)
-                if entity is not None:
-                    yield entity
+                yield self._entity(item)
             if body.get("newStartPageToken"):
                 self._start_token = body["newStartPageToken"]
                 return
@@ -189,7 +186,7 @@ class GoogleDriveSource(BaseSource):
 
     # --- one file ------------------------------------------------------------------------
 
-    def _entity(self, item: dict) -> GoogleDriveFileEntity | None:
+    def _entity(self, item: dict) -> BaseEntity:
         mime = item.get("mimeType") or ""
         name = item.get("name") or item["id"]
         size = int(item["size"]) if str(item.get("size") or "").isdigit() else None
@@ -208,6 +205,8 @@ class GoogleDriveSource(BaseSource):
                 suffix = "." + name.rsplit(".", 1)[-1].lower()
                 path, reason = self._fetcher.fetch(f"files/{item['id']}", suffix=suffix, size=size,
                                                    params={"alt": "media", "supportsAllDrives": "true"})
+        if reason:
+            return UnreadableEntity(entity_id=item["id"], name=name, reason=reason)
         viewers, public = self._access(item)
         owners = [o.get("emailAddress") for o in item.get("owners") or [] if o.get("emailAddress")]
         modifier = (item.get("lastModifyingUser") or {}).get("emailAddress")
@@ -216,7 +215,7 @@ class GoogleDriveSource(BaseSource):
             created_at=google_time(item.get("createdTime")), updated_at=google_time(item.get("modifiedTime")),
             web_url=item.get("webViewLink") or f"https://drive.google.com/file/d/{item['id']}/view",
             url=f"https://www.googleapis.com/drive/v3/files/{item['id']}",
-            path=path, size=size or 0, skip_reason=reason or "", mime_type=mime,
+            path=path, size=size or 0, mime_type=mime,
             drive_id=item.get("driveId") or "", owners=owners, description=item.get("description") or "",
             access_viewers=viewers, access_is_public=public,
             raw_source_fields={"mime_type": mime, "owners": owners, "last_modified_by": modifier,

@@ -135,13 +135,31 @@ def test_sync_search_then_a_deleted_record_is_removed(rsps, make_collection, cli
     assert not Entity.objects.filter(source_connection=connection, entity_id=AUDIT).exists()
 
 
-def test_incremental_runs_filter_on_last_modified_time(rsps):
+def test_incremental_runs_filter_on_last_modified_time_and_find_deletions_by_id(rsps, make_collection):
     serve_airtable(rsps)
-    rsps.add("GET", FEATURES, json={"records": fixture("features_page2.json")["records"]},
-             match=[responses.matchers.query_param_matcher({"filterByFormula": (
-                 "OR(IS_AFTER(LAST_MODIFIED_TIME(), DATETIME_PARSE('2024-02-01T00:00:00Z')), "
-                 "IS_AFTER(CREATED_TIME(), DATETIME_PARSE('2024-02-01T00:00:00Z')))")}, strict_match=False)])
-    source = make(incremental=True, base_ids=[ROADMAP])
-    entities = list(source.generate_entities({"since": "2024-02-01T00:00:00Z"}))
-    assert [e.entity_id for e in entities] == [AUDIT]
-    assert not source.is_full_listing() and source.next_cursor()["since"].endswith("Z")
+    connection = source_connection_create(
+        collection=make_collection(), short_name="airtable", sync_immediately=False,
+        config={"incremental": True, "base_ids": [ROADMAP]},
+        authentication={"credentials": {"personal_access_token": "patXYZ.secret"}})
+    job = sync_job_run(job_id=sync_job_start(source_connection=connection, enqueue=False).id)
+    assert (job.status, job.entities_inserted) == ("completed", 3), job.error
+    since = connection.sync.cursor.data["since"]
+    assert since.endswith("Z")
+
+    rsps.reset()
+    serve_airtable(rsps)
+    formula = (f"OR(IS_AFTER(LAST_MODIFIED_TIME(), DATETIME_PARSE('{since}')), "
+               f"IS_AFTER(CREATED_TIME(), DATETIME_PARSE('{since}')))")
+    changed = fixture("features_page1.json")["records"][1]
+    changed = {**changed, "fields": {**changed["fields"], "Status": "Deprecated"}}
+    rsps.add("GET", FEATURES, json={"records": [changed]},
+             match=[responses.matchers.query_param_matcher({"filterByFormula": formula}, strict_match=False)])
+    ids = rsps.add("GET", FEATURES, json={"records": [  # the offline-mode record is gone
+        {"id": "recA2Ux7p1dT8XkQ9", "createdTime": "2024-01-09T14:30:00.000Z", "fields": {}},
+        {"id": "recZ9mW4nB2cV7xL1", "createdTime": "2024-02-01T09:00:00.000Z", "fields": {}}]},
+        match=[responses.matchers.query_param_matcher({"fields[]": "fld1VnoyuotSTyxW1"}, strict_match=False)])
+    job = sync_job_run(job_id=sync_job_start(source_connection=connection, enqueue=False).id)
+    assert (job.status, job.entities_updated, job.entities_deleted) == ("completed", 1, 1), job.error
+    assert len(ids.calls) == 1
+    assert sorted(Entity.objects.filter(source_connection=connection).values_list("entity_id", flat=True)) == [
+        f"{ROADMAP}/tbltp8DGLhqbUmjK1/recA2Ux7p1dT8XkQ9", AUDIT]

@@ -10,7 +10,7 @@ import responses
 
 from airweave.collections.models import Entity
 from airweave.crypto import decrypt_json
-from connectors.base import SourceError
+from connectors.base import SourceError, UnreadableEntity
 from connectors.services import source_connection_create
 from connectors.sources.dropbox import DropboxFileEntity, DropboxSource
 from connectors.sync.services import sync_job_run, sync_job_start
@@ -62,6 +62,7 @@ def test_listing_over_two_pages_with_downloads_breadcrumbs_and_skips(rsps):
     source = make()
     entities = {e.entity_id: e for e in source.generate_entities({})}
     assert set(entities) == {GUIDE, PACKING, BUDGET, "/projects/camp plan.paper"}
+    assert all(isinstance(entities[i], DropboxFileEntity) for i in (GUIDE, PACKING, BUDGET))
     guide = entities[GUIDE]
     assert isinstance(guide, DropboxFileEntity) and guide.path.read_bytes() == DOCX.read_bytes()
     assert [b.as_dict() for b in guide.breadcrumbs] == [
@@ -71,7 +72,7 @@ def test_listing_over_two_pages_with_downloads_breadcrumbs_and_skips(rsps):
     assert guide.updated_at.isoformat() == "2024-05-02T08:11:12+00:00" and guide.size == 103966
     assert guide.raw_source_fields["dropbox_id"] == "id:a4ayc_80_OEAAAAAAAAAZb"
     paper = entities["/projects/camp plan.paper"]
-    assert paper.path is None and paper.skip_reason.startswith("unsupported file type")
+    assert isinstance(paper, UnreadableEntity) and paper.reason.startswith("unsupported file type")
     assert entities[BUDGET].breadcrumbs == [] and entities[BUDGET].web_url.startswith("https://www.dropbox.com/home?")
     assert source.is_full_listing()
     assert source.next_cursor() == {"cursor": "AAGvDt2WSkpNqf1WgNQ-kqVqNjg6xgO0nvqyBqRqBOBSDrGsH0Dn3l8", "path": "",

@@ -1,6 +1,6 @@
 """The Gmail source against Gmail v1 responses shaped as Google documents them
-(tests/connectors/fixtures/gmail: messages.list pages, format=full payloads with MIME trees,
-an attachment, history records), served by `responses` at the transport level."""
+(tests/connectors/fixtures/gmail: messages.list pages, format=raw messages with MIME trees and
+attachments, history records), served by `responses` at the transport level."""
 from __future__ import annotations
 
 import json
@@ -13,7 +13,8 @@ import responses
 from airweave.collections.models import Entity
 from airweave.crypto import decrypt_json
 from connectors.services import source_connection_create
-from connectors.sources.gmail import GmailAttachmentEntity, GmailMessageEntity, GmailSource
+from connectors.sources.gmail import GmailSource
+from connectors.sources.mail import EmailAttachmentEntity, EmailEntity
 from connectors.sync.services import sync_job_run, sync_job_start
 
 FIXTURES = Path(__file__).parent / "fixtures" / "gmail"
@@ -35,9 +36,7 @@ def serve_gmail(rsps):
     for message_id, name in ((OFFSITE, "offsite"), (MAINTENANCE, "maintenance"), (INVOICE, "invoice"),
                              (REMINDER, "reminder")):
         rsps.add("GET", f"{API}/messages/{message_id}", json=fixture(f"message_{name}.json"),
-                 match=[responses.matchers.query_param_matcher({"format": "full"})])
-    rsps.add("GET", f"{API}/messages/{OFFSITE}/attachments/ANGjdJ8wX1vQ-agenda-attachment-id",
-             json=fixture("attachment_agenda.json"))
+                 match=[responses.matchers.query_param_matcher({"format": "raw"})])
 
 
 @pytest.fixture
@@ -55,35 +54,40 @@ def test_messages_over_two_pages_with_mime_bodies_attachments_and_access(rsps):
     source = make()
     entities = {e.entity_id: e for e in source.generate_entities({})}
 
-    assert set(entities) == {OFFSITE, MAINTENANCE, INVOICE, f"{OFFSITE}/attachment/0", f"{OFFSITE}/attachment/1"}
+    # venue.png has no converter: named in the message's text, not an entity (as in every mail source).
+    assert set(entities) == {OFFSITE, MAINTENANCE, INVOICE, f"{OFFSITE}#attachment-1"}
     offsite = entities[OFFSITE]
-    assert isinstance(offsite, GmailMessageEntity)
+    assert isinstance(offsite, EmailEntity)
     assert offsite.name == "Planning offsite – March 12"  # RFC 2047 decoded
-    assert offsite.sender == "Alice Martin <alice@example.com>"
-    assert offsite.to == ["dana@example.com", "eng-team@example.com"] and offsite.cc == ["bruno@example.com"]
-    assert "confirmed for March 12 in the Lisbon office" in offsite.body and "<p>" not in offsite.body
-    assert offsite.labels == ["IMPORTANT", "Projects/Offsite", "CATEGORY_PERSONAL", "INBOX"]  # no UNREAD
-    assert offsite.breadcrumbs[0].as_dict() == {"entity_id": OFFSITE, "name": "Planning offsite – March 12",
-                                                "entity_type": "GmailThread"}
+    fields = offsite.raw_source_fields
+    assert fields["from"] == "Alice Martin <alice@example.com>" and fields["cc"] == ["bruno@example.com"]
+    assert fields["to"] == ["Dana Kim <dana@example.com>", "eng-team@example.com"]
+    assert fields["labels"] == ["IMPORTANT", "Projects/Offsite", "CATEGORY_PERSONAL", "INBOX"]  # no UNREAD
+    assert fields["thread_id"] == OFFSITE and fields["message_id"] == "<CAB1x2y3zOffsite@mail.gmail.com>"
+    text = offsite.textual_representation()
+    assert "confirmed for March 12 in the Lisbon office" in text and "<p>" not in text
+    assert "Attachments: agenda.csv, venue.png" in text
+    assert [b.as_dict() for b in offsite.breadcrumbs] == [  # the first message of its thread
+        {"entity_id": "gmail:dana@example.com", "name": "dana@example.com", "entity_type": "EmailMailbox"}]
     assert offsite.created_at.isoformat() == "2024-02-01T09:00:00+00:00"
     assert offsite.web_url == f"https://mail.google.com/mail/u/0/#all/{OFFSITE}"
     assert offsite.access_viewers == ["user:alice@example.com", "user:bruno@example.com", "user:dana@example.com",
                                       "user:eng-team@example.com"]
-    assert "Subject: Planning offsite" in offsite.textual_representation()
 
-    agenda = entities[f"{OFFSITE}/attachment/0"]
-    assert isinstance(agenda, GmailAttachmentEntity) and agenda.name == "agenda.csv"
-    assert "Hiring plan for the platform team" in agenda.path.read_text()
-    assert [b.entity_type for b in agenda.breadcrumbs] == ["GmailThread", "GmailMessageEntity"]
-    venue = entities[f"{OFFSITE}/attachment/1"]
-    assert venue.path is None and venue.skip_reason == "unsupported file type: .png"
-    assert not any("venue-png" in c.request.url for c in rsps.calls)  # never downloaded
+    agenda = entities[f"{OFFSITE}#attachment-1"]
+    assert isinstance(agenda, EmailAttachmentEntity) and agenda.name == "agenda.csv"
+    assert b"Hiring plan for the platform team" in agenda.read_bytes()
+    assert [b.entity_type for b in agenda.breadcrumbs] == ["EmailMailbox", "EmailEntity"]
+    assert agenda.access_viewers == offsite.access_viewers
 
-    maintenance = entities[MAINTENANCE]  # an HTML-only message in ISO-8859-1
-    assert maintenance.sender == "Équipe Infra <infra@example.com>"
-    assert "maintenance jeudi de 14h à 16h" in maintenance.body and "déploiement" in maintenance.body
-    assert maintenance.breadcrumbs[0].name == "Maintenance du serveur de build"  # "Re:" dropped
-    assert entities[INVOICE].labels == ["CATEGORY_UPDATES", "INBOX", "Finance"]
+    maintenance = entities[MAINTENANCE]  # an HTML-only, quoted-printable reply in ISO-8859-1
+    assert maintenance.raw_source_fields["from"] == "Équipe Infra <infra@example.com>"
+    text = maintenance.textual_representation()
+    assert "maintenance jeudi de 14h à 16h" in text and "déploiement" in text
+    assert maintenance.breadcrumbs[1].as_dict() == {"entity_id": "18d3ffeeddccbbaa",
+                                                    "name": "Maintenance du serveur de build",
+                                                    "entity_type": "EmailEntity"}
+    assert entities[INVOICE].raw_source_fields["labels"] == ["CATEGORY_UPDATES", "INBOX", "Finance"]
 
     assert source.is_full_listing() and source.next_cursor() == {"history_id": "987100", "query": ""}
 
@@ -116,7 +120,7 @@ def test_sync_search_then_history_adds_deletes_and_trashes(rsps, make_collection
         credentials={"access_token": "ya29.old", "refresh_token": "1//rt", "expires_at": time.time() - 5,
                      "client_id": "42.apps.googleusercontent.com", "client_secret": "GOCSPX-s"})
     job = sync_job_run(job_id=sync_job_start(source_connection=connection, enqueue=False).id)
-    assert (job.status, job.entities_inserted, job.entities_skipped) == ("completed", 4, 1), job.error_details
+    assert (job.status, job.entities_inserted) == ("completed", 4), job.error_details
     assert len(token.calls) == 1  # the expired token was refreshed before the first call
     connection.refresh_from_db()
     assert decrypt_json(connection.encrypted_credentials)["access_token"] == "ya29.fresh"
@@ -128,7 +132,7 @@ def test_sync_search_then_history_adds_deletes_and_trashes(rsps, make_collection
     assert r.json()["results"][0]["airweave_system_metadata"]["original_entity_id"] == INVOICE
     r = client.post("/collections/docs/search/instant", {"query": "hiring plan platform team agenda", "limit": 3},
                     format="json")
-    assert r.json()["results"][0]["airweave_system_metadata"]["original_entity_id"] == f"{OFFSITE}/attachment/0"
+    assert r.json()["results"][0]["airweave_system_metadata"]["original_entity_id"] == f"{OFFSITE}#attachment-1"
 
     # Next run: history from 987100 → a reply added, the invoice deleted, the maintenance mail trashed.
     rsps.reset()
@@ -144,10 +148,10 @@ def test_sync_search_then_history_adds_deletes_and_trashes(rsps, make_collection
     job = sync_job_run(job_id=sync_job_start(source_connection=connection, enqueue=False).id)
     assert (job.status, job.entities_inserted, job.entities_deleted) == ("completed", 1, 2), job.error_details
     remaining = set(Entity.objects.filter(source_connection=connection).values_list("entity_id", flat=True))
-    assert remaining == {OFFSITE, f"{OFFSITE}/attachment/0", REMINDER}
+    assert remaining == {OFFSITE, f"{OFFSITE}#attachment-1", REMINDER}
     assert connection.sync.cursor.data == {"history_id": "987210", "query": ""}
     reminder = Entity.objects.get(source_connection=connection, entity_id=REMINDER)
-    assert reminder.breadcrumbs[0]["entity_id"] == OFFSITE  # same thread
+    assert reminder.breadcrumbs[1]["entity_id"] == OFFSITE  # the thread's first message
 
 
 def test_an_expired_history_id_lists_everything(rsps):

@@ -14,7 +14,7 @@ import responses
 
 from airweave.collections.models import Entity
 from airweave.crypto import decrypt_json
-from connectors.base import AuthFailure
+from connectors.base import AuthFailure, UnreadableEntity
 from connectors.services import source_connection_create
 from connectors.sources.google_drive import GoogleDriveFileEntity, GoogleDriveSource
 from connectors.sync.services import sync_job_run, sync_job_start
@@ -100,7 +100,7 @@ def test_two_pages_of_files_with_exports_downloads_breadcrumbs_and_access(rsps):
     entities = {e.entity_id: e for e in source.generate_entities({})}
 
     assert set(entities) == {DOC, PDF_ID, SHEET, PNG, TXT}
-    assert all(isinstance(e, GoogleDriveFileEntity) for e in entities.values())
+    assert all(isinstance(entities[i], GoogleDriveFileEntity) for i in (DOC, PDF_ID, SHEET, TXT))
     doc = entities[DOC]
     assert doc.name == "Onboarding guide" and doc.path.read_text() == ONBOARDING
     assert doc.web_url.startswith("https://docs.google.com/document/d/")
@@ -117,7 +117,7 @@ def test_two_pages_of_files_with_exports_downloads_breadcrumbs_and_access(rsps):
     assert pdf.access_is_public is True  # "anyone with the link"
     sheet = entities[SHEET]
     assert sheet.path.suffix == ".xlsx" and sheet.access_is_public is True  # a domain permission
-    assert entities[PNG].path is None and entities[PNG].skip_reason == "unsupported file type: .png"
+    assert isinstance(entities[PNG], UnreadableEntity) and entities[PNG].reason == "unsupported file type: .png"
     shared = entities[TXT]  # shared with me: Drive gives no permissions, the parent is not visible
     assert shared.breadcrumbs == [] and shared.access_viewers == ["user:carol@partner.example.org",
                                                                   "user:dana@example.com"]
