@@ -145,3 +145,38 @@ class WatermarkSource:
 
     def next_cursor(self) -> dict:
         return self._marks.cursor()
+
+
+class Roster:
+    """Deletion detection for APIs without a deletion signal: the ids each stream listed last run.
+
+    `cursor[key]` holds `{stream: [entity ids]}` from the last completed job. A stream that is
+    listed whole again calls `listed(stream, ids)`; `deleted()` is then every id it listed
+    before and not now. Streams not listed this run keep their old ids. Cost: the ids live in
+    the cursor, so keep this for streams of thousands of items, not millions.
+    """
+
+    def __init__(self, cursor: dict | None, key: str = "ids"):
+        self.key = key
+        self.before: dict[str, list[str]] = dict((cursor or {}).get(key) or {})
+        self.now: dict[str, list[str]] = dict(self.before)
+        self._listed: set[str] = set()
+
+    def listed(self, stream: str, entity_ids) -> None:
+        """Record the complete listing of `stream` in this run."""
+        self.now[stream] = list(dict.fromkeys(entity_ids))
+        self._listed.add(stream)
+
+    def forget(self, stream: str) -> None:
+        """Drop a stream no longer synced (its entities are left to a forced full sync)."""
+        self.now.pop(stream, None)
+
+    def deleted(self) -> list[str]:
+        out = []
+        for stream in self._listed:
+            current = set(self.now[stream])
+            out.extend(i for i in self.before.get(stream, []) if i not in current)
+        return out
+
+    def cursor(self) -> dict:
+        return {self.key: self.now}

@@ -19,7 +19,7 @@ Budget: about 160 requests per 10 seconds per app and workspace (Intercom spread
 minute over 10-second windows and answers 429 with `X-RateLimit-Reset`). Entities:
 IntercomConversationEntity (`conversation:{id}`), IntercomContactEntity (`contact:{id}`),
 IntercomArticleEntity (`article:{id}`). Cursor: `{"since": {"conversations": epoch s,
-"contacts": epoch s}, "full_at": epoch s, "articles": [ids]}`.
+"contacts": epoch s}, "full_at": epoch s, "ids": {"articles": [ids]}}`.
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ from connectors.auth.tokens import BearerAuth
 from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField
 from connectors.http import HttpError
 from connectors.registry import source
-from connectors.sources._saas import Watermarks, WatermarkSource, compact, html_text, items, parse_time
+from connectors.sources._saas import Roster, Watermarks, WatermarkSource, compact, html_text, items, parse_time
 
 API_VERSION = "2.11"
 PAGE = 150
@@ -141,8 +141,7 @@ class IntercomSource(WatermarkSource, BaseSource):
             self._marks.previous, self._marks.incremental = {}, False  # time for a full listing
         if not self._marks.incremental:
             self._full_at = now
-        self._articles_before = set(cursor.get("articles") or []) if self._marks.incremental else set()
-        self._articles_now: list[str] | None = None
+        self._roster = Roster(cursor if self._marks.incremental else {})
         self._app = (self.http.get_json("/me").get("app") or {}).get("id_code", "")
 
         for conversation in self._search("conversations", "conversations"):
@@ -162,11 +161,11 @@ class IntercomSource(WatermarkSource, BaseSource):
         if self.config.get("include_articles", True):
             yield from self._articles()
 
+    def deleted_entity_ids(self):
+        return self._marks.deleted + self._roster.deleted()
+
     def next_cursor(self) -> dict:
-        out = {**self._marks.cursor(), "full_at": self._full_at}
-        if self._articles_now is not None:
-            out["articles"] = self._articles_now
-        return out
+        return {**self._marks.cursor(), **self._roster.cursor(), "full_at": self._full_at}
 
     def _search(self, kind: str, key: str) -> Iterator[dict]:
         since = self._marks.since(kind)
@@ -243,9 +242,7 @@ class IntercomSource(WatermarkSource, BaseSource):
                 raw_source_fields=compact({"article_id": a["id"], "state": a.get("state"),
                                            "author_id": a.get("author_id"), "parent_id": a.get("parent_id"),
                                            "parent_type": a.get("parent_type")}))
-        self._articles_now = seen
-        for entity_id in self._articles_before - set(seen):
-            self._marks.delete(entity_id)
+        self._roster.listed("articles", seen)
 
     def _crumbs(self) -> list[Breadcrumb]:
         return [Breadcrumb(self._app, f"Intercom {self._app}", "IntercomWorkspace")] if self._app else []

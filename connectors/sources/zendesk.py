@@ -19,7 +19,7 @@ is small); ids listed last time and absent now are deleted.
 Budget: 200 requests a minute on the smallest plan (the export's own 10 a minute is waited out
 on its 429 `Retry-After`). Entities: ZendeskTicketEntity (`ticket:{id}`, web_url the agent
 view), ZendeskArticleEntity (`article:{id}`, its `html_url`; breadcrumb: its section). Cursor:
-`{"since": {"tickets": "<after_cursor>"}, "articles": [ids]}`.
+`{"since": {"tickets": "<after_cursor>"}, "ids": {"articles": [ids]}}`.
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ from connectors.auth.tokens import BasicAuth
 from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField, SourceError
 from connectors.http import HttpError
 from connectors.registry import source
-from connectors.sources._saas import Watermarks, WatermarkSource, compact, html_text, items, parse_time
+from connectors.sources._saas import Roster, Watermarks, WatermarkSource, compact, html_text, items, parse_time
 
 _SUBDOMAIN = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
 
@@ -133,17 +133,16 @@ class ZendeskSource(WatermarkSource, BaseSource):
 
     def generate_entities(self, cursor: dict) -> Iterator[BaseEntity]:
         self._marks = Watermarks(cursor)
-        self._articles_before = set((cursor or {}).get("articles") or []) if self._marks.incremental else set()
-        self._articles_now: list[str] | None = None
+        self._roster = Roster(cursor if self._marks.incremental else {})
         yield from self._tickets()
         if self.config.get("include_articles", True):
             yield from self._articles()
 
+    def deleted_entity_ids(self):
+        return self._marks.deleted + self._roster.deleted()
+
     def next_cursor(self) -> dict:
-        out = self._marks.cursor()
-        if self._articles_now is not None:
-            out["articles"] = self._articles_now
-        return out
+        return {**self._marks.cursor(), **self._roster.cursor()}
 
     # --- tickets ----------------------------------------------------------------------------
 
@@ -246,9 +245,7 @@ class ZendeskSource(WatermarkSource, BaseSource):
                                            "locale": article.get("locale"), "draft": article.get("draft"),
                                            "label_names": article.get("label_names"),
                                            "author_id": article.get("author_id")}))
-        self._articles_now = seen
-        for entity_id in self._articles_before - set(seen):
-            self._marks.delete(entity_id)
+        self._roster.listed("articles", seen)
 
 
 def _zendesk_error(exc: HttpError, subdomain: str) -> Exception:

@@ -83,7 +83,7 @@ def test_a_full_listing_of_conversations_contacts_and_articles(rsps):
     assert source.is_full_listing()
     cursor = source.next_cursor()
     assert cursor["since"] == {"conversations": 1714560800, "contacts": 1714553600}
-    assert cursor["articles"] == ["article:9207421", "article:9207422"]
+    assert cursor["ids"] == {"articles": ["article:9207421", "article:9207422"]}
 
 
 def test_a_429_is_waited_out_until_the_rate_limit_reset(rsps):
@@ -138,7 +138,7 @@ def test_sync_search_then_an_incremental_run_and_a_deleted_article(rsps, make_co
 def test_a_full_listing_comes_back_after_full_sync_days(rsps):
     rsps.add("GET", f"{API}/me", json=f("me"))
     search = rsps.add("POST", f"{API}/conversations/search", json={**f("conversations_page2"), "conversations": []})
-    stale = {"since": {"conversations": 1714560800}, "full_at": int(time.time()) - 8 * 86400, "articles": []}
+    stale = {"since": {"conversations": 1714560800}, "full_at": int(time.time()) - 8 * 86400, "ids": {}}
     source = make(include_contacts=False, include_articles=False, full_sync_days=7)
     assert list(source.generate_entities(stale)) == []
     assert json.loads(search.calls[0].request.body)["query"]["value"] == 0

@@ -76,7 +76,7 @@ def test_a_first_run_exports_every_ticket_with_its_thread_and_the_articles(rsps)
     assert "## Before you start" in article.body and "- Open Admin Center → Security." in article.body
     assert source.is_full_listing()
     assert source.next_cursor() == {"since": {"tickets": "MTU3NjYxMzU2MC4wfHw0Njh8"},
-                                    "articles": ["article:360026053753", "article:360026053754"]}
+                                    "ids": {"articles": ["article:360026053753", "article:360026053754"]}}
 
 
 def test_a_429_from_the_export_is_waited_out(rsps):
@@ -116,7 +116,7 @@ def test_sync_search_then_deleted_tickets_and_articles_are_removed(rsps, make_co
     ids = set(Entity.objects.filter(source_connection=connection).values_list("entity_id", flat=True))
     assert ids == {"ticket:35436", "ticket:35437", "article:360026053753"}
     cursor = SyncCursor.objects.get(sync_id=job.sync_id).data
-    assert cursor == {"since": {"tickets": "MTU3NjYxNDAwMC4wfHw0NzB8"}, "articles": ["article:360026053753"]}
+    assert cursor == {"since": {"tickets": "MTU3NjYxNDAwMC4wfHw0NzB8"}, "ids": {"articles": ["article:360026053753"]}}
     assert search_ids(client, "re-issued invoice with the corrected VAT number", limit=1) == ["ticket:35437"]
 
 
