@@ -107,6 +107,17 @@ class Watermarks:
         self.deleted: list[str] = []
         self.incremental = bool(self.previous)
 
+    def expire(self, cursor: dict | None, days: int, now: float) -> float:
+        """Drop the marks (a full listing) when the last full listing is `days` old; return its epoch time.
+
+        For APIs that report no deletions: absent entities are deleted only by a full listing,
+        so one comes back every `days`. The returned time goes into the next cursor as `full_at`.
+        """
+        full_at = (cursor or {}).get("full_at") or now
+        if self.incremental and now - full_at >= days * 86400:
+            self.previous, self.incremental = {}, False
+        return full_at if self.incremental else now
+
     def since(self, stream: str):
         """The mark of `stream` saved by the last completed job, or None (list everything)."""
         return self.previous.get(stream)

@@ -136,11 +136,7 @@ class IntercomSource(WatermarkSource, BaseSource):
         cursor = cursor or {}
         now = int(time.time())
         self._marks = Watermarks(cursor)
-        self._full_at = cursor.get("full_at") or now
-        if self._marks.incremental and now - self._full_at >= self.config.get("full_sync_days", 7) * 86400:
-            self._marks.previous, self._marks.incremental = {}, False  # time for a full listing
-        if not self._marks.incremental:
-            self._full_at = now
+        self._full_at = self._marks.expire(cursor, self.config.get("full_sync_days", 7), now)
         self._roster = Roster(cursor if self._marks.incremental else {})
         self._app = (self.http.get_json("/me").get("app") or {}).get("id_code", "")
 
