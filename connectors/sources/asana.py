@@ -9,14 +9,15 @@ API (`https://app.asana.com/api/1.0`, offset pagination: `limit=100`, then the a
 `GET /tasks?project=&modified_since=` and `GET /tasks/{gid}/stories` (comments are the stories
 of subtype `comment_added`). Asana counts a new story as a modification of its task, so the
 comments are indexed inside their task's entity and re-read for the tasks an incremental run
-returns. Asana reports no deletions to `modified_since`: an incremental run also lists the
-project's task ids (compact records, one request per 100 tasks) and the ids listed last time
-and absent now are deleted; projects are listed whole every run the same way.
+returns. Asana reports no deletions to `modified_since`: an incremental run also lists each
+project's task ids (`opt_fields=gid`, one request per 100 tasks) and gives them, with every
+project listed, to the pipeline as `present_entity_ids()`: known tasks and projects absent from
+it (deleted, archived, in a project that is gone) are deleted.
 
 Budget: 150 requests a minute on the free tier (Asana answers 429 with `Retry-After`).
 Entities: AsanaProjectEntity (`project:{gid}`; breadcrumb: workspace), AsanaTaskEntity
 (`task:{gid}`; breadcrumbs: workspace, project, section). Cursor: `{"since": {project gid:
-"<newest modified_at>"}, "ids": {"projects": [...], project gid: [task ids]}}`.
+"<newest modified_at>"}}`.
 """
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from connectors.auth.tokens import BearerAuth
 from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField
 from connectors.http import HttpError
 from connectors.registry import source
-from connectors.sources._saas import Roster, Watermarks, WatermarkSource, compact, html_text, items, parse_time
+from connectors.sources._saas import Watermarks, WatermarkSource, compact, html_text, items, parse_time
 
 PAGE = 100
 TASK_FIELDS = ("name,notes,html_notes,completed,completed_at,assignee.name,due_on,created_at,modified_at,"
@@ -118,9 +119,10 @@ class AsanaSource(WatermarkSource, BaseSource):
 
     def generate_entities(self, cursor: dict) -> Iterator[BaseEntity]:
         self._marks = Watermarks(cursor)
-        self._roster = Roster(cursor)
+        # An incremental run collects what still exists (every project, every task id) for the pipeline.
+        self._present: set[str] | None = set() if self._marks.incremental else None
         wanted = set(self.config.get("workspace_gids") or [])
-        project_ids = []
+        projects = []
         for workspace in self._pages("/workspaces", {}):
             if wanted and workspace["gid"] not in wanted:
                 continue
@@ -129,22 +131,14 @@ class AsanaSource(WatermarkSource, BaseSource):
             if not self.config.get("include_archived_projects"):
                 params["archived"] = "false"
             for project in list(self._pages("/projects", params)):
-                project_ids.append(f"project:{project['gid']}")
+                projects.append(project["gid"])
                 yield self._project(project, ws)
                 yield from self._tasks(project, ws)
-        self._roster.listed("projects", project_ids)
-        current = {p.split(":", 1)[1] for p in project_ids}
-        for stream, task_ids in self._roster.before.items():
-            if stream != "projects" and stream not in current:  # a project deleted, archived or left out
-                self._marks.deleted.extend(task_ids)
-                self._marks.marks.pop(stream, None)
-                self._roster.forget(stream)
+        # Marks of projects no longer listed (deleted, archived, left out) are dropped with them.
+        self._marks.marks = {gid: mark for gid, mark in self._marks.marks.items() if gid in projects}
 
-    def deleted_entity_ids(self):
-        return self._marks.deleted + self._roster.deleted()
-
-    def next_cursor(self) -> dict:
-        return {**self._marks.cursor(), **self._roster.cursor()}
+    def present_entity_ids(self):
+        return self._present
 
     def _tasks(self, project: dict, ws: Breadcrumb) -> Iterator[AsanaTaskEntity]:
         gid = project["gid"]
@@ -153,21 +147,19 @@ class AsanaSource(WatermarkSource, BaseSource):
         if since:
             params["modified_since"] = since
         crumbs = [ws, Breadcrumb(f"project:{gid}", project.get("name") or gid, "AsanaProjectEntity")]
-        seen = []
+        if self._present is not None:
+            self._present.add(f"project:{gid}")
         for task in self._pages("/tasks", params):
             self._marks.advance(gid, task.get("modified_at"))
-            seen.append(f"task:{task['gid']}")
             try:
                 comments = self._comments(task["gid"])
             except HttpError as exc:
                 if exc.status == 404:  # deleted since the listing
-                    seen.pop()
                     continue
                 raise
             yield self._task(task, project, crumbs, comments)
-        if since:  # the changed tasks only: list every id to find the deleted ones
-            seen = [f"task:{t['gid']}" for t in self._pages("/tasks", {"project": gid, "opt_fields": "gid"})]
-        self._roster.listed(gid, seen)
+        if since:  # only the changed tasks were listed: the ids of all of them tell what was deleted
+            self._present.update(f"task:{t['gid']}" for t in self._pages("/tasks", {"project": gid, "opt_fields": "gid"}))
 
     def _comments(self, task_gid: str) -> list[AsanaComment]:
         stories = self._pages(f"/tasks/{task_gid}/stories",

@@ -1,7 +1,6 @@
 """ClickUp: the tasks of one's Workspaces (teams → spaces → folders → lists), with their comments.
 
-Config: `team_ids` (default: every Workspace the token sees), `include_closed` (default true),
-`full_sync_days` (default 7). Auth: a personal API token (`pk_...`, direct) or OAuth (ClickUp
+Config: `team_ids` (default: every Workspace the token sees), `include_closed` (default true). Auth: a personal API token (`pk_...`, direct) or OAuth (ClickUp
 tokens do not expire: `access_only`); both go as the bare `Authorization` header ClickUp asks for.
 
 API (`https://api.clickup.com/api/v2`): `GET /team`, `GET /team/{id}/space` (space names for the
@@ -9,16 +8,16 @@ breadcrumbs), then the Workspace's tasks `GET /team/{id}/task?page=N&order_by=up
 (100 a page; `last_page` ends it) with `date_updated_gt=<ms>` on incremental runs; each task's
 folder and list come with it. Comments: `GET /task/{id}/comment` (25 a page, newest first; the
 next page starts at the oldest one's `start`/`start_id`), indexed inside their task's entity.
-ClickUp reports no deletions, so every `full_sync_days` a run lists everything again and absent
-tasks (deleted or archived) are deleted.
+ClickUp reports no deletions, so an incremental run also pages through the Workspace's task
+list without fetching comments (one request per 100 tasks) and gives those ids to the pipeline
+as `present_entity_ids()`: known tasks absent from it (deleted, archived) are deleted.
 
 Budget: 100 requests a minute per token (ClickUp answers 429 with `X-RateLimit-Reset`).
 Entities: ClickUpTaskEntity (`task:{id}`; breadcrumbs: Workspace, space, folder, list).
-Cursor: `{"since": {team id: <newest date_updated, epoch ms>}, "full_at": epoch s}`.
+Cursor: `{"since": {team id: <newest date_updated, epoch ms>}}`.
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import Iterator
 
@@ -73,8 +72,6 @@ class ClickUpTaskEntity(BaseEntity):
         ConfigField("team_ids", "Workspaces", "array", "Ids of the Workspaces (teams) to index (default: all).",
                     items_type="string"),
         ConfigField("include_closed", "Include closed tasks", "boolean", default=True),
-        ConfigField("full_sync_days", "Days between full listings", "integer",
-                    "ClickUp reports no deletions; a full listing this often removes deleted tasks.", default=7),
     ),
     labels=("Project Management",),
     entity_types=(ClickUpTaskEntity,),
@@ -85,20 +82,13 @@ class ClickUpTaskEntity(BaseEntity):
 class ClickUpSource(WatermarkSource, BaseSource):
     """Lists tasks by Workspace; see the module docstring."""
 
-    @classmethod
-    def validate_config(cls, config: dict, *, for_api: bool = False) -> dict:
-        out = super().validate_config(config, for_api=for_api)
-        if out["full_sync_days"] < 1:
-            raise ValueError("config field 'full_sync_days' must be at least 1")
-        return out
-
     def http_auth(self):
         token = self.credentials.get("api_token") or self.credentials.get("access_token")
         return HeaderAuth({"Authorization": token}) if token else super().http_auth()
 
     def generate_entities(self, cursor: dict) -> Iterator[BaseEntity]:
         self._marks = Watermarks(cursor)
-        self._full_at = self._marks.expire(cursor, self.config.get("full_sync_days", 7), time.time())
+        self._present: set[str] | None = set() if self._marks.incremental else None
         wanted = set(self.config.get("team_ids") or [])
         for team in self.http.get_json("/team").get("teams") or []:
             if wanted and str(team["id"]) not in wanted:
@@ -107,13 +97,25 @@ class ClickUpSource(WatermarkSource, BaseSource):
                       self.http.get_json(f"/team/{team['id']}/space", params={"archived": "false"}).get("spaces") or []}
             yield from self._tasks(team, spaces)
 
-    def next_cursor(self) -> dict:
-        return {**self._marks.cursor(), "full_at": self._full_at}
+    def present_entity_ids(self):
+        return self._present
 
     def _tasks(self, team: dict, spaces: dict) -> Iterator[ClickUpTaskEntity]:
         team_id = str(team["id"])
         since = self._marks.since(team_id)
+        for task in self._team_tasks(team_id, since):
+            self._marks.advance(team_id, int(task.get("date_updated") or 0) or None)
+            try:
+                comments = self._comments(task["id"])
+            except HttpError as exc:
+                if exc.status == 404:
+                    continue
+                raise
+            yield self._task(task, team, spaces, comments)
+        if self._present is not None:  # only the changed tasks were listed: list every id to find the deleted
+            self._present.update(f"task:{t['id']}" for t in self._team_tasks(team_id, None))
 
+    def _team_tasks(self, team_id: str, since: int | None) -> Iterator[dict]:
         def fetch(page):
             params = {"page": page or 0, "order_by": "updated", "reverse": "true", "subtasks": "true",
                       "include_closed": str(self.config.get("include_closed", True)).lower()}
@@ -124,15 +126,7 @@ class ClickUpSource(WatermarkSource, BaseSource):
             last = body.get("last_page", len(tasks) < TASK_PAGE)
             return tasks, None if last or not tasks else (page or 0) + 1
 
-        for task in items(fetch):
-            self._marks.advance(team_id, int(task.get("date_updated") or 0) or None)
-            try:
-                comments = self._comments(task["id"])
-            except HttpError as exc:
-                if exc.status == 404:
-                    continue
-                raise
-            yield self._task(task, team, spaces, comments)
+        return items(fetch)
 
     def _comments(self, task_id: str) -> list[ClickUpComment]:
         def fetch(start):

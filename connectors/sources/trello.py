@@ -9,13 +9,13 @@ API (`https://api.trello.com/1`): `GET /members/me/boards?filter=open`, `GET /bo
 comments, `GET /boards/{id}/actions?filter=commentCard&limit=1000`, paged backwards with
 `before=<oldest action id>`. Later runs read the board's actions `since` the newest action
 seen, fetch only the cards those actions touched (`GET /cards/{id}?actions=commentCard`), and
-list the board's open card ids (`fields=id`, one request) to find archived, deleted and moved
-cards: the ids listed last time and absent now are deleted, as are boards no longer open and
-their cards. Comments live in their card's entity (a comment moves its card's activity).
+list the board's open card ids (`fields=id`, one request); with the open boards they are the
+run's `present_entity_ids()`, so archived, deleted and moved cards, and boards no longer open
+with their cards, are deleted. Comments live in their card's entity (a comment moves its card's activity).
 
 Budget: 100 requests per 10 seconds per token. Entities: TrelloBoardEntity (`board:{id}`),
 TrelloCardEntity (`card:{id}`; breadcrumbs: board, list). Cursor: `{"since": {board id:
-"<newest action date>"}, "ids": {"boards": [...], board id: [card ids]}}`.
+"<newest action date>"}}`.
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from connectors.auth.tokens import HeaderAuth
 from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField
 from connectors.http import HttpError
 from connectors.registry import source
-from connectors.sources._saas import Roster, Watermarks, WatermarkSource, compact, items, parse_time
+from connectors.sources._saas import Watermarks, WatermarkSource, compact, items, parse_time
 
 PAGE = 1000  # Trello's largest page of actions
 CARD_FIELDS = "name,desc,url,shortUrl,idList,idBoard,labels,due,dueComplete,dateLastActivity,closed,idMembers"
@@ -103,7 +103,8 @@ class TrelloSource(WatermarkSource, BaseSource):
 
     def generate_entities(self, cursor: dict) -> Iterator[BaseEntity]:
         self._marks = Watermarks(cursor)
-        self._roster = Roster(cursor)
+        # An incremental run collects what still exists (every open board and card) for the pipeline.
+        self._present: set[str] | None = set() if self._marks.incremental else None
         wanted = set(self.config.get("board_ids") or [])
         boards = self.http.get_json("/members/me/boards",
                                     params={"filter": "open", "fields": "name,desc,url,dateLastActivity,idOrganization"})
@@ -111,19 +112,11 @@ class TrelloSource(WatermarkSource, BaseSource):
         for board in boards:
             yield self._board(board)
             yield from self._cards(board)
-        self._roster.listed("boards", [f"board:{b['id']}" for b in boards])
-        current = {b["id"] for b in boards}
-        for stream, card_ids in self._roster.before.items():
-            if stream != "boards" and stream not in current:  # a board closed, deleted or left out
-                self._marks.deleted.extend(card_ids)
-                self._marks.marks.pop(stream, None)
-                self._roster.forget(stream)
+        # Marks of boards no longer listed (closed, deleted, left out) are dropped with them.
+        self._marks.marks = {k: v for k, v in self._marks.marks.items() if k in {b["id"] for b in boards}}
 
-    def deleted_entity_ids(self):
-        return self._marks.deleted + self._roster.deleted()
-
-    def next_cursor(self) -> dict:
-        return {**self._marks.cursor(), **self._roster.cursor()}
+    def present_entity_ids(self):
+        return self._present
 
     # --- requests ---------------------------------------------------------------------------
 
@@ -142,6 +135,8 @@ class TrelloSource(WatermarkSource, BaseSource):
 
     def _cards(self, board: dict) -> Iterator[TrelloCardEntity]:
         board_id = board["id"]
+        if self._present is not None:
+            self._present.add(f"board:{board_id}")
         since = self._marks.since(board_id)
         lists = {x["id"]: x.get("name") or "" for x in
                  self.http.get_json(f"/boards/{board_id}/lists", params={"fields": "name", "filter": "all"})}
@@ -154,7 +149,6 @@ class TrelloSource(WatermarkSource, BaseSource):
             for card in cards:
                 self._marks.advance(board_id, card.get("dateLastActivity"))
                 yield self._card(card, board, lists, comments.get(card["id"], []))
-            self._roster.listed(board_id, [f"card:{c['id']}" for c in cards])
             return
         touched = []
         for action in self._actions(board_id, CARD_ACTIONS, since):
@@ -166,7 +160,7 @@ class TrelloSource(WatermarkSource, BaseSource):
                                                         params={"filter": "open", "fields": "id"})]
         for card_id in touched:
             if card_id not in open_ids:
-                continue  # archived, deleted or moved away: the id listing below deletes it
+                continue  # archived, deleted or moved away: absent from the present ids, so deleted
             try:
                 card = self.http.get_json(f"/cards/{card_id}", params={"fields": CARD_FIELDS, "actions": "commentCard",
                                                                        "actions_limit": PAGE})
@@ -175,7 +169,7 @@ class TrelloSource(WatermarkSource, BaseSource):
                     continue
                 raise
             yield self._card(card, board, lists, card.get("actions") or [])
-        self._roster.listed(board_id, [f"card:{i}" for i in open_ids])
+        self._present.update(f"card:{i}" for i in open_ids)
 
     # --- entities ---------------------------------------------------------------------------
 

@@ -1,7 +1,7 @@
 """The ClickUp source against ClickUp's documented response shapes (fixtures/clickup), served by
 `responses`: page-number pagination of a Workspace's tasks, comments, breadcrumbs, a 429 waited out on
-`X-RateLimit-Reset`, a refused token, a `date_updated_gt` run, the periodic full listing that removes a
-deleted task, and a sync found by search."""
+`X-RateLimit-Reset`, a refused token, a `date_updated_gt` run whose cheap id listing removes a deleted
+task, and a sync found by search."""
 from __future__ import annotations
 
 import time
@@ -83,7 +83,7 @@ def test_a_refused_token_marks_the_connection_needs_reauth(rsps, make_collection
     assert connection.status == "needs_reauth"
 
 
-def test_sync_search_incremental_then_a_full_listing_deletes(rsps, make_collection, client):
+def test_sync_search_then_an_incremental_run_updates_and_deletes(rsps, make_collection, client):
     connection = connect(make_collection(), "clickup", {"api_token": TOKEN})
     add_full_listing(rsps)
     job = run_sync(connection)
@@ -94,20 +94,13 @@ def test_sync_search_incremental_then_a_full_listing_deletes(rsps, make_collecti
     add_hierarchy(rsps)
     rsps.add("GET", f"{API}/team/{TEAM}/task", match=[query(date_updated_gt=1714636800000)], json=f("tasks_changed"))
     rsps.add("GET", f"{API}/task/86a1b2c3e/comment", json=f("no_comments"))
+    # The cheap id listing: every page, no comments; 86a1b2c3f was deleted.
+    rsps.add("GET", f"{API}/team/{TEAM}/task", match=[query(page=0, absent=("date_updated_gt",))], json=f("tasks_page0"))
+    rsps.add("GET", f"{API}/team/{TEAM}/task", match=[query(page=1)], json={"tasks": [], "last_page": True})
     job = run_sync(connection)
-    assert (job.status, job.entities_updated, job.entities_deleted) == ("completed", 1, 0)
-    assert search_ids(client, "race in the coupon cache warm-up", limit=1) == ["task:86a1b2c3e"]
 
-    cursor = SyncCursor.objects.get(sync_id=job.sync_id)
-    cursor.data = {**cursor.data, "full_at": time.time() - 8 * 86400}  # the last full listing is a week old
-    cursor.save()
-    rsps.reset()
-    add_hierarchy(rsps)  # 86a1b2c3f was deleted: the full listing lacks it
-    rsps.add("GET", f"{API}/team/{TEAM}/task", match=[query(page=0, absent=("date_updated_gt",))], json={
-        "tasks": [f("tasks_page0")["tasks"][0], f("tasks_changed")["tasks"][0]], "last_page": True})
-    rsps.add("GET", f"{API}/task/86a1b2c3d/comment", json=f("comments_t1"))
-    rsps.add("GET", f"{API}/task/86a1b2c3e/comment", json=f("no_comments"))
-    job = run_sync(connection)
-    assert (job.status, job.entities_deleted) == ("completed", 1)
+    assert (job.status, job.entities_updated, job.entities_deleted) == ("completed", 1, 1)
     ids = set(Entity.objects.filter(source_connection=connection).values_list("entity_id", flat=True))
     assert ids == {"task:86a1b2c3d", "task:86a1b2c3e"}
+    assert SyncCursor.objects.get(sync_id=job.sync_id).data == {"since": {TEAM: 1714700000000}}
+    assert search_ids(client, "race in the coupon cache warm-up", limit=1) == ["task:86a1b2c3e"]
