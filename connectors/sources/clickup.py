@@ -7,7 +7,9 @@ API (`https://api.clickup.com/api/v2`): `GET /team`, `GET /team/{id}/space` (spa
 breadcrumbs), then the Workspace's tasks `GET /team/{id}/task?page=N&order_by=updated&subtasks=true`
 (100 a page; `last_page` ends it) with `date_updated_gt=<ms>` on incremental runs; each task's
 folder and list come with it. Comments: `GET /task/{id}/comment` (25 a page, newest first; the
-next page starts at the oldest one's `start`/`start_id`), indexed inside their task's entity.
+next page starts at the oldest one's `start`/`start_id`), indexed inside their task's entity
+(ClickUp does not document whether a new comment moves `date_updated`; a comment on an otherwise
+unchanged task may wait for the task's next change or a forced full sync).
 ClickUp reports no deletions, so an incremental run also pages through the Workspace's task
 list without fetching comments (one request per 100 tasks) and gives those ids to the pipeline
 as `present_entity_ids()`: known tasks absent from it (deleted, archived) are deleted.
