@@ -92,7 +92,8 @@ class AsanaTaskEntity(BaseEntity):
     config_fields=(
         ConfigField("workspace_gids", "Workspaces", "array", "Gids of the workspaces to index (default: all).",
                     items_type="string"),
-        ConfigField("include_archived_projects", "Include archived projects", "boolean", default=False),
+        ConfigField("include_archived_projects", "Include archived projects", "boolean",
+                    "Index the tasks of archived projects too.", default=False),
     ),
     labels=("Project Management",),
     entity_types=(AsanaProjectEntity, AsanaTaskEntity),

@@ -73,7 +73,8 @@ class ClickUpTaskEntity(BaseEntity):
     config_fields=(
         ConfigField("team_ids", "Workspaces", "array", "Ids of the Workspaces (teams) to index (default: all).",
                     items_type="string"),
-        ConfigField("include_closed", "Include closed tasks", "boolean", default=True),
+        ConfigField("include_closed", "Include closed tasks", "boolean",
+                    "Index tasks in a closed status too.", default=True),
     ),
     labels=("Project Management",),
     entity_types=(ClickUpTaskEntity,),
