@@ -1,4 +1,4 @@
-"""ASGI entry point (daphne): HTTP through Django, websockets through Channels."""
+"""ASGI entry point (daphne): HTTP through Django (but `/mcp`: the MCP app), websockets through Channels."""
 import os
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "airweave.settings")
@@ -31,13 +31,22 @@ from django.urls import path  # noqa: E402
 
 from airweave.api.consumers import SearchConsumer, SyncJobConsumer  # noqa: E402
 from airweave.api.ws_auth import WebsocketAuthStack  # noqa: E402
+from airweave.mcp.http import mcp_app  # noqa: E402
 
 websocket_urlpatterns = [
     path("ws/collections/<str:readable_id>/search/", SearchConsumer.as_asgi()),
     path("ws/sync/job/<uuid:job_id>/", SyncJobConsumer.as_asgi()),
 ]
 
+
+async def http_app(scope, receive, send):
+    """`/mcp` (streamable HTTP MCP) goes to the MCP app, everything else to Django."""
+    if scope["path"] == "/mcp":
+        return await mcp_app(scope, receive, send)
+    return await django_asgi_app(scope, receive, send)
+
+
 application = ProtocolTypeRouter({
-    "http": django_asgi_app,
+    "http": http_app,
     "websocket": AllowedHostsOriginValidator(WebsocketAuthStack(URLRouter(websocket_urlpatterns))),
 })

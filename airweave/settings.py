@@ -44,6 +44,7 @@ INSTALLED_APPS = [
     "allauth",
     "allauth.account",
     "allauth.socialaccount",
+    "airweave.mcp",
 ]
 
 MIDDLEWARE = [
@@ -188,6 +189,7 @@ AIRWEAVE_CHUNK_OVERLAP_TOKENS = env.int("AIRWEAVE_CHUNK_OVERLAP_TOKENS", default
 AIRWEAVE_EMBEDDING_BATCH_SIZE = env.int("AIRWEAVE_EMBEDDING_BATCH_SIZE", default=64)
 AIRWEAVE_DEFAULT_EMBEDDING_MODEL = env("AIRWEAVE_DEFAULT_EMBEDDING_MODEL", default="local/all-MiniLM-L6-v2")
 # No deletions when a full listing returns fewer than this fraction of the entities seen before.
+AIRWEAVE_PUSH_MAX_DOCUMENTS = env.int("AIRWEAVE_PUSH_MAX_DOCUMENTS", default=100)
 AIRWEAVE_PARTIAL_LISTING_RATIO = env.float("AIRWEAVE_PARTIAL_LISTING_RATIO", default=0.5)
 # Collections with fewer chunks than this are scanned exactly instead of through HNSW.
 AIRWEAVE_EXACT_SCAN_MAX_CHUNKS = env.int("AIRWEAVE_EXACT_SCAN_MAX_CHUNKS", default=20000)
@@ -246,10 +248,23 @@ AIRWEAVE_ALLOWED_PRIVATE_NETWORKS = env.list("AIRWEAVE_ALLOWED_PRIVATE_NETWORKS"
 AIRWEAVE_RATE_LIMIT_STORAGE_URL = env("AIRWEAVE_RATE_LIMIT_STORAGE_URL", default="")
 # The deployment's OAuth providers (endpoints, scopes, client env vars); default connectors/auth/oauth_providers.yml.
 AIRWEAVE_OAUTH_PROVIDERS_FILE = env("AIRWEAVE_OAUTH_PROVIDERS_FILE", default="")
-# The public base URL of this server: OAuth callbacks and authorization links are built on it.
-AIRWEAVE_PUBLIC_URL = env("AIRWEAVE_PUBLIC_URL", default="http://127.0.0.1:8000")
 # How long an OAuth authorization link and its flow stay valid.
 AIRWEAVE_OAUTH_FLOW_MINUTES = env.int("AIRWEAVE_OAUTH_FLOW_MINUTES", default=30)
+
+# --- OAuth 2.1 authorization server and the MCP endpoint (README: MCP) ---
+# The consent page sends users who are not logged in to LOGIN_URL (the accounts' login page).
+# Public base URL of this server: OAuth issuer and resource identifiers, source OAuth callbacks and
+# authorization links. Default: the scheme and host of each request (http://127.0.0.1:8000 for
+# source OAuth flows started outside a request). Set it in production.
+AIRWEAVE_PUBLIC_URL = env("AIRWEAVE_PUBLIC_URL", default="")
+AIRWEAVE_OAUTH_ACCESS_TOKEN_SECONDS = env.int("AIRWEAVE_OAUTH_ACCESS_TOKEN_SECONDS", default=3600)
+AIRWEAVE_OAUTH_REFRESH_TOKEN_DAYS = env.int("AIRWEAVE_OAUTH_REFRESH_TOKEN_DAYS", default=30)
+# A client registration expires this long after the last token issued to it.
+AIRWEAVE_OAUTH_CLIENT_IDLE_DAYS = env.int("AIRWEAVE_OAUTH_CLIENT_IDLE_DAYS", default=30)
+# DNS-rebinding protection of /mcp: Host and Origin values allowed ("host:*" allows any port).
+# Default: every ALLOWED_HOSTS entry on any port, over http and https.
+AIRWEAVE_MCP_ALLOWED_HOSTS = env.list("AIRWEAVE_MCP_ALLOWED_HOSTS", default=[])
+AIRWEAVE_MCP_ALLOWED_ORIGINS = env.list("AIRWEAVE_MCP_ALLOWED_ORIGINS", default=[])
 
 LOGGING = {
     "version": 1,
@@ -261,5 +276,7 @@ LOGGING = {
         "httpx": {"level": "WARNING"},
         # Publishing to a job nobody watches is normal; channels_postgres warns about it each time.
         "channels_postgres": {"level": "ERROR"},
+        # The MCP SDK logs each stateless request's session manager start and stop at INFO.
+        "mcp": {"level": "WARNING"},
     },
 }

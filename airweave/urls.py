@@ -1,4 +1,5 @@
-"""URL map: the REST API at the root paths of API.md, admin, accounts pages, schema and its docs page."""
+"""URL map: the REST API at the root paths of API.md, admin, accounts pages, schema and its docs
+page, OAuth. `/mcp` is not here: asgi.py routes it to the MCP app before Django."""
 from django.contrib import admin
 from django.urls import include, path
 
@@ -6,5 +7,6 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/", include("airweave.web.accounts.urls")),
     path("accounts/", include("allauth.urls")),
+    path("", include("airweave.oauth.urls")),
     path("", include("airweave.api.urls")),
 ]

@@ -1,8 +1,9 @@
-"""Websocket authentication: an API key (header `X-API-Key`, `Authorization: Bearer`, or `?api_key=`)
-or the Django session. Sets `scope["actor"]` (an APIKeyActor or the user), `scope["organization"]`
-(None when the caller has none) and `scope["principals"]`, the caller's access principals
+"""Websocket authentication: an API key (header `X-API-Key`, `Authorization: Bearer`, or `?api_key=`),
+an OAuth access token issued by this server (`Authorization: Bearer`), or the Django session. Sets
+`scope["actor"]` (an APIKeyActor, an OAuthActor or the user), `scope["organization"]` (None when
+the caller has none) and `scope["principals"]`, the caller's access principals
 (airweave.collections.access.principals_for: None for an organization-wide key, the user's
-principals for a session user or a user-bound key)."""
+principals for a session user, a user-bound key or an OAuth token)."""
 from __future__ import annotations
 
 from urllib.parse import parse_qs
@@ -11,8 +12,7 @@ from channels.auth import AuthMiddlewareStack
 from channels.db import database_sync_to_async
 
 from airweave.collections.access import principals_for
-from airweave.tenancy.context import SESSION_ORGANIZATION_KEY, APIKeyActor, organization_for_user
-from airweave.tenancy.services import api_key_authenticate
+from airweave.tenancy.context import SESSION_ORGANIZATION_KEY, actor_for_credential, organization_for_user
 
 
 @database_sync_to_async
@@ -20,11 +20,10 @@ def _caller(raw_key: str | None, user, requested_org: str | None, session) -> tu
     """(actor, organization, principals): an APIKeyActor or the session user, the organization it
     acts for (None when none) and its access principals."""
     if raw_key:
-        found = api_key_authenticate(raw_key)
-        if found is None:
+        actor = actor_for_credential(raw_key)
+        if actor is None:
             return None, None, []
-        actor = APIKeyActor(*found)
-        if requested_org and requested_org != str(actor.api_key.organization_id):
+        if requested_org and requested_org != str(actor.organization.pk):
             return actor, None, []
         return actor, actor.organization, principals_for(actor=actor, organization=actor.organization)
     if user is not None and getattr(user, "is_authenticated", False):

@@ -1,7 +1,10 @@
 from django.contrib import admin
 from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
 
-from airweave.tenancy.models import APIKey, Invitation, Membership, Organization, UsageCounter, User
+from airweave.tenancy.models import (
+    APIKey, Invitation, Membership, OAuthClient, OAuthToken, Organization, UsageCounter, User,
+)
+from airweave.tenancy.oauth import oauth_token_revoke
 
 
 @admin.register(User)
@@ -60,3 +63,31 @@ class MembershipAdmin(admin.ModelAdmin):
     search_fields = ["user__email", "organization__name"]
     list_select_related = ["user", "organization"]
     autocomplete_fields = ["user", "organization"]
+
+
+@admin.register(OAuthClient)
+class OAuthClientAdmin(admin.ModelAdmin):
+    list_display = ["client_name", "client_id", "token_endpoint_auth_method", "created_at", "expires_at"]
+    search_fields = ["client_name", "client_id"]
+    readonly_fields = ["client_id", "secret_hash", "redirect_uris", "grant_types", "response_types",
+                       "token_endpoint_auth_method", "scope", "metadata", "created_at"]
+
+
+@admin.register(OAuthToken)
+class OAuthTokenAdmin(admin.ModelAdmin):
+    list_display = ["user", "organization", "client", "issued_at", "access_expires_at", "refresh_expires_at",
+                    "last_used_at", "revoked_at"]
+    list_filter = ["organization"]
+    search_fields = ["user__email", "client__client_name"]
+    list_select_related = ["user", "organization", "client"]
+    readonly_fields = [f.name for f in OAuthToken._meta.fields]
+    actions = ["revoke"]
+
+    @admin.action(description="Revoke the selected tokens (and the rest of their grants)")
+    def revoke(self, request, queryset):
+        for token in queryset:
+            oauth_token_revoke(token)
+        self.message_user(request, f"Revoked {queryset.count()} grant(s).")
+
+    def has_add_permission(self, request):
+        return False

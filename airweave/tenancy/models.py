@@ -1,7 +1,11 @@
-"""Who owns data: users, organizations, memberships and API keys."""
+"""Who owns data: users, organizations, memberships, API keys and OAuth credentials."""
 from __future__ import annotations
 
+import hashlib
+import hmac
+import ipaddress
 import uuid
+from urllib.parse import urlsplit
 
 from django.contrib.auth.models import AbstractBaseUser, BaseUserManager, PermissionsMixin
 from django.db import models
@@ -179,3 +183,177 @@ class UsageCounter(models.Model):
 
     def __str__(self) -> str:
         return f"{self.organization} {self.metric} {self.period:%Y-%m}: {self.count}"
+
+
+class OAuthClient(models.Model):
+    """An OAuth client registered through dynamic client registration (RFC 7591).
+
+    Public clients (`token_endpoint_auth_method` "none", e.g. desktop agents) have no secret;
+    confidential clients have one, of which only a SHA-256 digest is stored. A registration
+    expires at `expires_at` unless tokens keep being issued to it (each issuance extends it).
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    client_id = models.CharField(max_length=64, unique=True)
+    secret_hash = models.CharField(max_length=64, blank=True)
+    client_name = models.CharField(max_length=200, blank=True)
+    redirect_uris = models.JSONField(default=list)
+    grant_types = models.JSONField(default=list)
+    response_types = models.JSONField(default=list)
+    token_endpoint_auth_method = models.CharField(max_length=32, default="none")
+    scope = models.CharField(max_length=500, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)  # every registered metadata value, as answered
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        verbose_name = "OAuth client"
+
+    def __str__(self) -> str:
+        return f"{self.client_name or 'OAuth client'} ({self.client_id})"
+
+    # The client interface the OAuth library's grants call (authlib's ClientMixin, duck-typed).
+    def get_client_id(self) -> str:
+        return self.client_id
+
+    def get_default_redirect_uri(self) -> str | None:
+        """The redirect URI when the request names none: only when exactly one is registered (OAuth 2.1)."""
+        return self.redirect_uris[0] if len(self.redirect_uris) == 1 else None
+
+    def get_allowed_scope(self, scope: str | None) -> str:
+        """The granted scope: the requested scopes this client registered (tokens act for one
+        organization like an API key; scopes only echo what the client asked for)."""
+        if not scope:
+            return ""
+        registered = set(self.scope.split())
+        return " ".join(s for s in scope.split() if s in registered)
+
+    def check_redirect_uri(self, redirect_uri: str) -> bool:
+        return any(redirect_uri_matches(registered, redirect_uri) for registered in self.redirect_uris)
+
+    def check_client_secret(self, client_secret: str) -> bool:
+        digest = hashlib.sha256(client_secret.encode()).hexdigest()
+        return bool(self.secret_hash) and hmac.compare_digest(self.secret_hash, digest)
+
+    def check_endpoint_auth_method(self, method: str, endpoint: str) -> bool:
+        """A client authenticates the same way at every endpoint: the way it registered."""
+        return method == self.token_endpoint_auth_method
+
+    def check_response_type(self, response_type: str) -> bool:
+        return response_type in self.response_types
+
+    def check_grant_type(self, grant_type: str) -> bool:
+        return grant_type in self.grant_types
+
+
+LOOPBACK_HOSTS = {"localhost", "127.0.0.1", "::1"}
+
+
+def redirect_uri_matches(registered: str, requested: str) -> bool:
+    """Exact string match, except that a loopback `http` redirect URI matches on any port
+    (RFC 8252 §7.3, OAuth 2.1 §8.4.2: native apps pick a free port at request time)."""
+    if registered == requested:
+        return True
+    try:
+        a, b = urlsplit(registered), urlsplit(requested)
+        a.port, b.port  # noqa: B018  (raises ValueError on a malformed port)
+    except ValueError:
+        return False
+    return (a.scheme == b.scheme == "http" and a.hostname in LOOPBACK_HOSTS and a.hostname == b.hostname
+            and a.path == b.path and a.query == b.query and not b.fragment)
+
+
+def is_loopback_host(host: str | None) -> bool:
+    """True for localhost and loopback IP addresses (127.0.0.0/8, ::1)."""
+    if not host:
+        return False
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class OAuthAuthorizationCode(models.Model):
+    """A one-time authorization code, bound to a client, a user, an organization, a redirect URI
+    and a PKCE S256 challenge. Only its SHA-256 digest is stored.
+
+    Redeeming marks `redeemed_at`; the tokens it yields share its `family`, so a code presented a
+    second time revokes them (RFC 6749 §4.1.2).
+    """
+
+    code_hash = models.CharField(max_length=64, unique=True)
+    family = models.UUIDField(default=uuid.uuid4)
+    client = models.ForeignKey(OAuthClient, on_delete=models.CASCADE, related_name="+")
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="+")
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+    redirect_uri = models.TextField()
+    scope = models.CharField(max_length=500, blank=True)
+    resource = models.TextField(blank=True)
+    code_challenge = models.CharField(max_length=128)
+    code_challenge_method = models.CharField(max_length=8, default="S256")
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    redeemed_at = models.DateTimeField(null=True, blank=True)
+
+    # The code interface the OAuth library's grant calls (authlib's AuthorizationCodeMixin, duck-typed).
+    def get_redirect_uri(self) -> str:
+        return self.redirect_uri
+
+    def get_scope(self) -> str:
+        return self.scope
+
+
+class OAuthToken(models.Model):
+    """An access token and its refresh token, issued to one client for one user acting for one
+    organization. Only SHA-256 digests of both are stored.
+
+    Refreshing rotates: the old row is revoked and a new row of the same `family` is issued. A
+    revoked refresh token presented again revokes the whole family (OAuth 2.1 reuse detection).
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    family = models.UUIDField(default=uuid.uuid4, db_index=True)
+    client = models.ForeignKey(OAuthClient, on_delete=models.CASCADE, related_name="tokens")
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="oauth_tokens")
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="oauth_tokens")
+    access_token_hash = models.CharField(max_length=64, unique=True)
+    refresh_token_hash = models.CharField(max_length=64, unique=True, null=True, blank=True)
+    scope = models.CharField(max_length=500, blank=True)
+    resource = models.TextField(blank=True)
+    issued_at = models.DateTimeField(default=timezone.now)
+    access_expires_at = models.DateTimeField()
+    refresh_expires_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = "OAuth token"
+
+    def __str__(self) -> str:
+        return f"OAuth token of {self.user_id} for {self.organization_id} via client {self.client_id}"
+
+    def is_usable(self, now=None) -> bool:
+        """Not revoked and the access token not expired."""
+        now = now or timezone.now()
+        return self.revoked_at is None and self.access_expires_at > now
+
+    # The token interface the OAuth library's endpoints call (authlib's TokenMixin, duck-typed).
+    def check_client(self, client) -> bool:
+        return self.client_id == client.pk
+
+    def get_scope(self) -> str:
+        return self.scope
+
+    def get_expires_in(self) -> int:
+        return max(0, int((self.access_expires_at - self.issued_at).total_seconds()))
+
+    def is_expired(self) -> bool:
+        return self.access_expires_at <= timezone.now()
+
+    def is_revoked(self) -> bool:
+        return self.revoked_at is not None
+
+    def get_client(self):
+        return self.client

@@ -30,7 +30,7 @@ class Command(BaseCommand):
         key = api_key_create(organization=organization, name="make run").key
         base = f"http://{host}:{port}"
         self.stdout.write(
-            f"\nServer: {base}/   API docs: {base}/docs\n"
+            f"\nServer: {base}/   API docs: {base}/docs   MCP: {base}/mcp?collection={DEMO_COLLECTION}\n"
             f"API key (organization '{organization.name}', shown once): {key}\n\n"
             f"Try a search:\n"
             f"curl -s -X POST {base}/collections/{DEMO_COLLECTION}/search/instant \\\n"
