@@ -27,6 +27,8 @@ from typing import Iterator
 from urllib.parse import quote
 
 from connectors.base import BaseEntity, BaseSource, ConfigField, SourceError, UnreadableEntity
+from connectors.http.errors import BlockedAddress
+from connectors.http.ssrf import check_host, resolve_allowed
 from connectors.converters.mail import parse_message
 from connectors.registry import source
 from connectors.sources.mail import EmailAttachmentEntity, EmailEntity, MailEntityBuilder, message_entity_id
@@ -91,6 +93,10 @@ class ImapSource(BaseSource):
         host = out["host"].strip()
         if not host or any(c.isspace() for c in host) or "/" in host:
             raise ValueError("config field 'host' must be a host name or address, e.g. imap.example.com")
+        try:
+            check_host(host)
+        except BlockedAddress as exc:
+            raise ValueError(f"config field 'host': {exc} (AIRWEAVE_ALLOW_PRIVATE_HOSTS allows it)") from None
         out["host"] = host
         if not 1 <= out["port"] <= 65535:
             raise ValueError("config field 'port' must be between 1 and 65535")
@@ -109,6 +115,7 @@ class ImapSource(BaseSource):
         if not self.config.get("verify_tls", True):
             context.check_hostname = False
             context.verify_mode = ssl.CERT_NONE
+        resolve_allowed(host, port)  # the SSRF guard: BlockedAddress for private addresses
         try:
             if security == "ssl":
                 conn = imaplib.IMAP4_SSL(host, port, ssl_context=context, timeout=TIMEOUT_SECONDS)

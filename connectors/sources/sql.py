@@ -34,6 +34,8 @@ from typing import Iterator
 from urllib.parse import quote
 
 from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField, SkipEntity, SourceError
+from connectors.http.errors import BlockedAddress
+from connectors.http.ssrf import check_host, private_hosts_allowed, resolve_allowed
 from connectors.converters._common import json_safe
 from connectors.registry import source
 from connectors.sources._export_files import validate_local_path
@@ -316,6 +318,16 @@ def _category(exc: Exception) -> str:
     return "connection_error"
 
 
+def _check_server(host: str) -> None:
+    """The SSRF guard for a database server a user supplied: a Unix socket folder is as local as
+    loopback. Raises BlockedAddress unless AIRWEAVE_ALLOW_PRIVATE_HOSTS allows it."""
+    if host.startswith("/"):
+        if not private_hosts_allowed():
+            raise BlockedAddress(f"refused to connect to the local socket {host}")
+        return
+    check_host(host)
+
+
 class _ServerSQLSource(SQLSource):
     driver = ""
     default_port = 0
@@ -326,6 +338,10 @@ class _ServerSQLSource(SQLSource):
         host = out["host"].strip()
         if not host or any(c.isspace() for c in host):
             raise ValueError("config field 'host' must be a host name, an address or a socket folder")
+        try:
+            _check_server(host)
+        except BlockedAddress as exc:
+            raise ValueError(f"config field 'host': {exc} (AIRWEAVE_ALLOW_PRIVATE_HOSTS allows it)") from None
         out["host"] = host
         port = out.get("port", cls.default_port)
         if not 1 <= port <= 65535:
@@ -346,6 +362,9 @@ class _ServerSQLSource(SQLSource):
         host = self.config["host"]
         query = self.url_query()
         socket_folder = host.startswith("/")
+        _check_server(host)  # the SSRF guard: BlockedAddress for private addresses and local sockets
+        if not socket_folder:
+            resolve_allowed(host, int(self.config.get("port") or self.default_port))
         if socket_folder:
             if self.dialect == "mysql" and not host.endswith(".sock"):
                 host = f"{host.rstrip('/')}/mysqld.sock"

@@ -23,6 +23,12 @@ APACHE = SHARED_DATA / "mbox_mailing_lists" / "apache_ponymail"
 ROOT = "CAMHy98POmosR8B2YgZfGN-Tok64Zn9roTG98Yu3gRPQ_CT=Mpg@mail.gmail.com"
 
 
+@pytest.fixture(autouse=True)
+def _local_servers_allowed(settings):
+    """The test server is local; the SSRF guard refuses it unless allowed (tested below)."""
+    settings.AIRWEAVE_ALLOW_PRIVATE_HOSTS = True
+
+
 @pytest.fixture(scope="module")
 def server():
     s = dovecot_server()
@@ -176,3 +182,11 @@ def test_credentials_are_encrypted_and_never_returned(server, mailboxes, make_co
 
     stored = SourceConnection.objects.get(pk=r.json()["id"]).encrypted_credentials
     assert "secret" not in stored and stored
+
+
+def test_private_servers_are_refused_by_default(settings):
+    from connectors.sources.imap import ImapSource
+
+    settings.AIRWEAVE_ALLOW_PRIVATE_HOSTS = False
+    with pytest.raises(ValueError, match="AIRWEAVE_ALLOW_PRIVATE_HOSTS"):
+        ImapSource.validate_config({"host": "127.0.0.1", "mailboxes": ["INBOX"]})

@@ -16,6 +16,14 @@ from connectors.services import SourceConnectionError, source_connection_create,
 from connectors.sources.sql import MySQLSource, PostgreSQLSource, SQLiteSource
 from tests.connectors.lifecycle import connect, counts, entity_ids, entity_text, search_ids, sync
 
+
+
+@pytest.fixture(autouse=True)
+def _local_servers_allowed(settings):
+    """The test servers are local; the SSRF guard refuses them unless allowed (tested below)."""
+    settings.AIRWEAVE_ALLOW_PRIVATE_HOSTS = True
+
+
 T0 = datetime(2026, 3, 1, 9, 0, 0)
 SCHEMA = """
 CREATE TABLE articles (id INTEGER PRIMARY KEY, title VARCHAR(200), body TEXT, secret_note TEXT,
@@ -196,3 +204,13 @@ def test_wrong_password_is_an_auth_error():
         assert exc.category == "auth_error", str(exc)
     else:
         pytest.skip("this MariaDB accepts any password for root")
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "10.1.2.3", "169.254.169.254", "/var/run/postgresql"])
+def test_private_servers_and_local_sockets_are_refused_by_default(settings, host, make_collection):
+    settings.AIRWEAVE_ALLOW_PRIVATE_HOSTS = False
+    with pytest.raises(ValueError, match="AIRWEAVE_ALLOW_PRIVATE_HOSTS"):
+        PostgreSQLSource.validate_config({"host": host, "database": "d", "tables": ["a"]})
+    source = MySQLSource({"host": host, "database": "d", "tables": ["a"], "port": 3306}, {"username": "u"})
+    with pytest.raises(SourceError, match="refused to connect"):
+        source.engine()
