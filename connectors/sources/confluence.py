@@ -18,8 +18,8 @@ ConfluenceCommentEntity (the comment id; breadcrumbs: space, ancestors, the page
 Incremental: CQL `lastmodified >= now("-<n>m")` with n the minutes since the newest version seen
 plus a margin (a relative date, since CQL reads absolute ones in the account's time zone).
 Confluence reports no deletions, so an incremental run also lists the ids of all content in
-scope (no expansions: cheap) and reports what is gone since the last run (trashed or deleted
-content drops out of CQL results). Cursor: `{"modified": <ISO time>, "ids": [...]}`.
+scope (no expansions: cheap) as `present_entity_ids()`: known content absent from it (trashed or
+deleted content drops out of CQL results) is deleted. Cursor: `{"modified": <ISO time>}`.
 
 Access: page view restrictions are not mirrored. Restrictions inherit from ancestors, combine
 with space permissions, and Cloud hides most users' emails, so a faithful viewer list is not
@@ -150,7 +150,6 @@ class ConfluenceSource(AtlassianMixin, BaseSource):
     def generate_entities(self, cursor: dict) -> Iterator[BaseEntity]:
         cursor = cursor or {}
         self._since = cursor.get("modified")
-        self._previous = set(cursor.get("ids") or [])
         self._newest = self._since
         self._ids: list[str] = []
         root = self._root()
@@ -265,11 +264,11 @@ class ConfluenceSource(AtlassianMixin, BaseSource):
     def is_full_listing(self) -> bool:
         return not self._since
 
-    def deleted_entity_ids(self) -> list[str]:
-        return sorted(self._previous - set(self._ids))
+    def present_entity_ids(self) -> set[str]:
+        return set(self._ids)
 
     def next_cursor(self) -> dict:
-        return {"modified": self._newest, "ids": self._ids}
+        return {"modified": self._newest}
 
 
 def _entity_type(kind: str | None) -> str:

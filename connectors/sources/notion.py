@@ -19,11 +19,11 @@ when it is a database row, and its blocks as Markdown) and NotionDatabaseEntity 
 its title, description and property schema). Breadcrumbs: the ancestors, root first
 (workspace-level pages have none).
 
-Cursor: `{"last_edited_time": <newest seen>, "ids": [every id listed]}`. Notion has no change
-feed, but the search listing is cheap (metadata only), so an incremental run still lists
-everything and reads the content of pages edited since the cursor only (Notion's
-`last_edited_time` is rounded to the minute: pages of that very minute are read again, and
-the content hash keeps them). Ids listed last time but absent now (trashed, unshared) and
+Cursor: `{"last_edited_time": <newest seen>}`. Notion has no change feed, but the search
+listing is cheap (metadata only), so an incremental run still lists everything and reads the
+content of pages edited since the cursor only (Notion's `last_edited_time` is rounded to the
+minute: pages of that very minute are read again, and the content hash keeps them). The ids
+listed are `present_entity_ids()`: known pages absent from them (trashed, unshared) are deleted;
 results marked `in_trash`/`archived` are reported through `deleted_entity_ids()`.
 """
 from __future__ import annotations
@@ -179,7 +179,6 @@ class NotionSource(BaseSource):
     def generate_entities(self, cursor: dict) -> Iterator[BaseEntity]:
         cursor = cursor or {}
         self._since = cursor.get("last_edited_time")
-        self._previous_ids = set(cursor.get("ids") or [])
         self._newest = self._since
         self._deleted: list[str] = []
         self._known: dict[str, dict] = {}  # id -> the object, for breadcrumbs
@@ -327,10 +326,13 @@ class NotionSource(BaseSource):
         return not self._since
 
     def deleted_entity_ids(self) -> list[str]:
-        return list(dict.fromkeys(self._deleted + sorted(self._previous_ids - set(self._listed))))
+        return list(dict.fromkeys(self._deleted))
+
+    def present_entity_ids(self) -> set[str]:
+        return set(self._listed)
 
     def next_cursor(self) -> dict:
-        return {"last_edited_time": self._newest, "ids": self._listed}
+        return {"last_edited_time": self._newest}
 
 
 def _parent_id(obj: dict) -> tuple[str, str | None]:

@@ -135,8 +135,7 @@ def test_search_and_block_children_are_paginated_into_typed_entities(rsps):
     assert rsps.calls[0].request.headers["Authorization"] == "Bearer ntn_test"
     assert source.is_full_listing()
     assert source.next_cursor() == {"last_edited_time": max(o["last_edited_time"] for o in (PAGE, ROOT, DS_PAGE,
-                                                                                            DATA_SOURCE)),
-                                    "ids": [PAGE["id"], ROOT["id"], DATA_SOURCE["id"], DS_PAGE["id"]]}
+                                                                                            DATA_SOURCE))}
 
 
 def test_an_unlisted_ancestor_is_read_once_for_the_breadcrumbs(rsps):
@@ -217,9 +216,8 @@ def test_trashed_results_are_reported_deleted(rsps):
     trashed = {**ROOT, "in_trash": True, "archived": True}
     add_search(rsps, search_page([trashed]))
     source = make()
-    assert list(source.generate_entities({"last_edited_time": "2026-01-01T00:00:00.000Z",
-                                          "ids": [ROOT["id"]]})) == []
-    assert source.deleted_entity_ids() == [ROOT["id"]]
+    assert list(source.generate_entities({"last_edited_time": "2026-01-01T00:00:00.000Z"})) == []
+    assert source.deleted_entity_ids() == [ROOT["id"]] and source.present_entity_ids() == set()
     assert not source.is_full_listing()
 
 
