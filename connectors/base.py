@@ -372,6 +372,16 @@ class BaseSource:
         """
         return None
 
+    @classmethod
+    def federates(cls, config: dict | None) -> bool:
+        """Whether a connection of this source with `config` is searched at query time (`search()`).
+
+        Default: the class's `federated_search`. A source that can both sync and search at query
+        time (Slack) makes it a per-connection choice, so one connection never answers the same
+        item twice (once as a synced chunk, once as a federated result).
+        """
+        return bool(cls.federated_search)
+
     def search(self, query: str, limit: int) -> list[dict]:
         """Federated sources (`federated_search`) answer queries at search time.
 

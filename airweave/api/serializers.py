@@ -245,7 +245,7 @@ def source_connection_payload(connection: SourceConnection, jobs: list[SyncJob] 
         "entities": {"total_entities": sum(v["count"] for v in by_type.values()), "by_type": by_type},
         "error_category": connection.error_category or None,
         "error_message": connection.error_message or None,
-        "federated_search": _federated(connection.short_name),
+        "federated_search": _federated(connection),
     }
 
 
@@ -254,16 +254,16 @@ def source_connection_list_item(connection: SourceConnection) -> dict:
         "id": connection.id, "name": connection.name, "short_name": connection.short_name,
         "readable_collection_id": connection.collection.readable_id, "created_at": connection.created_at,
         "modified_at": connection.modified_at, "is_authenticated": connection.is_authenticated,
-        "entity_count": getattr(connection, "entity_count", 0), "federated_search": _federated(connection.short_name),
+        "entity_count": getattr(connection, "entity_count", 0), "federated_search": _federated(connection),
         "auth_method": connection.auth_method, "status": connection.status,
     }
 
 
-def _federated(short_name: str) -> bool:
+def _federated(connection: SourceConnection) -> bool:
     from connectors.registry import get_source
 
     try:
-        return get_source(short_name).federated_search
+        return get_source(connection.short_name).federates(connection.config or {})
     except KeyError:
         return False
 

@@ -1,4 +1,4 @@
-"""The federated GitHub search source against a real recorded GitHub search response
+"""GitHub in federated mode (config `federated_search: true`) against a real recorded GitHub search response
 (../shared/data/github_api/extracted/GitHub_search_issues.json): the query sent, the result shape,
 results merged into pipeline search results, and a failing GitHub giving partial results + an event."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ import responses
 from responses.matchers import query_param_matcher
 
 from connectors.services import source_connection_create
-from connectors.sources.github_search import GitHubSearchSource, _query_text
+from connectors.sources.github import GitHubSource, search_text
 from search.pipeline import PipelineRequest, search_prepare, search_run
 from tests.conftest import SHARED_DATA
 from tests.connectors.recorded import load_recorded
@@ -31,8 +31,8 @@ def rsps():
 def test_search_sends_the_query_scoped_to_the_repositories_and_shapes_pipeline_results(rsps):
     rsps.add("GET", API, json=SEARCH, match=[query_param_matcher(
         {"q": f"integration images {QUALIFIERS}", "per_page": "5"})])
-    source = GitHubSearchSource(GitHubSearchSource.validate_config({"repositories": REPOS}),
-                                {"personal_access_token": "ghp_test"})
+    source = GitHubSource(GitHubSource.validate_config({"repositories": REPOS, "federated_search": True}),
+                          {"personal_access_token": "ghp_test"})
     results = source.search("integration   images", limit=5)
 
     assert len(results) == 5
@@ -41,24 +41,33 @@ def test_search_sends_the_query_scoped_to_the_repositories_and_shapes_pipeline_r
     assert first["web_url"] == "https://github.com/Shaffrey/demo-issues/issues/28"
     assert first["breadcrumbs"] == [{"entity_id": "Shaffrey/demo-issues", "name": "Shaffrey/demo-issues",
                                      "entity_type": "GitHubRepository"}]
-    assert first["system_metadata"]["source_name"] == "github_search"
+    assert first["system_metadata"]["source_name"] == "github"
     assert first["source_fields"]["github_score"] == SEARCH["items"][0]["score"]
     assert first["textual_representation"].startswith("# GitHub integration images")
     assert rsps.calls[0].request.headers["Authorization"] == "Bearer ghp_test"
-    assert list(source.generate_entities({})) == []  # nothing is synced
+    assert list(source.generate_entities({})) == [] and source.is_full_listing()  # nothing is synced
 
 
 def test_the_query_is_cut_to_githubs_limit_at_a_word():
-    text = _query_text("word " * 100)
+    text = search_text("word " * 100)
     assert len(text) <= 256 and not text.endswith(" ") and text.split() == ["word"] * len(text.split())
-    assert _query_text('say "hello') == "say hello"
+    assert search_text('say "hello') == "say hello"
 
 
-def test_the_catalog_declares_it_federated(client):
-    body = client.get("/sources/github_search").json()
-    assert body["federated_search"] is True
-    assert [f["name"] for f in body["config_fields"]["fields"]] == ["repositories"]
-    assert client.get("/sources/github").json()["federated_search"] is False
+def test_federating_is_a_per_connection_choice(client, make_collection):
+    body = client.get("/sources/github").json()
+    assert body["federated_search"] is True  # the capability
+    assert "federated_search" in [f["name"] for f in body["config_fields"]["fields"]]
+    collection = make_collection()
+    synced = source_connection_create(collection=collection, short_name="github", config={"repositories": REPOS},
+                                      authentication={"credentials": {"personal_access_token": "ghp_test"}},
+                                      sync_immediately=False)
+    searched = source_connection_create(collection=collection, short_name="github",
+                                        config={"repositories": REPOS, "federated_search": True},
+                                        authentication={"credentials": {"personal_access_token": "ghp_test"}},
+                                        sync_immediately=False)
+    assert client.get(f"/source-connections/{synced.id}").json()["federated_search"] is False
+    assert client.get(f"/source-connections/{searched.id}").json()["federated_search"] is True
 
 
 @pytest.fixture
@@ -67,7 +76,8 @@ def collection_with_both(make_collection, sync_folder, write_files):
     folder = write_files({"images.md": "# Image hosting\n\nIntegration images are stored in the assets bucket."})
     _, job = sync_folder(collection, folder)
     assert job.status == "completed"
-    source_connection_create(collection=collection, short_name="github_search", config={"repositories": REPOS},
+    source_connection_create(collection=collection, short_name="github",
+                             config={"repositories": REPOS, "federated_search": True},
                              authentication={"credentials": {"personal_access_token": "ghp_test"}},
                              sync_immediately=False)
     return collection
@@ -102,5 +112,5 @@ def test_a_failing_github_gives_partial_results_and_an_event(rsps, client, colle
         query="GitHub integration images", limit=10, generate_answer=False))
     response = search_run(prepared)
     [done] = [e for e in response.events if e["type"] == "federated_search_done"]
-    assert done["sources"] == ["github_search"] and "503" in done["failures"]["github_search"]
+    assert done["sources"] == ["github"] and "503" in done["failures"]["github"]
     assert done["count"] == 0 and response.results
