@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import takewhile
 from pathlib import Path, PurePosixPath
 from typing import Callable, Iterator
 
@@ -40,7 +41,7 @@ def graph_time(value: str | None) -> datetime | None:
     value = value.replace("Z", "+00:00")
     if "." in value:  # Python before 3.11 took at most 6 fractional digits; trim to be safe everywhere
         head, _, tail = value.partition(".")
-        digits = "".join(c for c in tail if c.isdigit())
+        digits = "".join(takewhile(str.isdigit, tail))  # only the fraction, not the offset's digits
         value = f"{head}.{digits[:6]}{tail[len(digits):]}"
     return datetime.fromisoformat(value)
 
