@@ -1,7 +1,8 @@
 """FederatedSearch: asks sources that search at query time (declared `federated_search`) and merges by RRF.
 
-A source that fails is left out (partial results); `federated_search_done` lists it under
-`failures` (`{source_connection_id, short_name, name, error}`).
+A source that fails is left out (partial results); `federated_search_done` says so in `failures`
+(`{short_name: error}`) and, per connection (several may share a source), in `failed_connections`
+(`[{source_connection_id, short_name, name, error}]`).
 
 Federated results obey the same access rule as synced chunks: results the caller may not see are
 dropped before merging, so they reach neither results, counts, answers nor events.
@@ -58,7 +59,8 @@ class FederatedSearch(SearchOperation):
         state.candidates = [merged[key].model_copy(update={"score": scores[key]})
                             for key in sorted(scores, key=lambda key: -scores[key])]
         ctx.emit("federated_search_done", op=self.name, sources=[c.short_name for c in connections],
-                 failures=failures, count=sum(len(r) for r in lists))
+                 failures={f["short_name"]: f["error"] for f in failures}, failed_connections=failures,
+                 count=sum(len(r) for r in lists))
 
 
 def _visible(results: list[dict], source_cls, connection, principals: list[str] | None) -> list[dict]:

@@ -48,7 +48,8 @@ def test_federated_results_have_the_pipeline_shape_and_a_failure_is_reported(col
     assert federated[0]["system_metadata"]["original_entity_id"] == "1"
     assert federated[0]["access"] == {"is_public": True, "viewers": []}
     [done] = [e for e in response.events if e["type"] == "federated_search_done"]
-    [failure] = done["failures"]  # named by its connection: several connections may share a source
+    assert "missing.json" in done["failures"]["acl_directory"]
+    [failure] = done["failed_connections"]  # named by its connection: several connections may share a source
     assert (failure["short_name"], failure["name"]) == ("acl_directory", "broken") and "missing.json" in failure["error"]
     assert done["count"] == 2
     assert any(r["name"] == "leave.md" for r in response.results)  # the synced chunk is still there
