@@ -24,6 +24,11 @@ from search.pipeline import PipelineRequest, search_prepare, search_run
 from search.streams import stream_from_thread
 
 
+# What sending on a socket the client closed raises: the ASGI spec asks servers for an OSError
+# subclass (uvicorn's ClientDisconnected); daphne raises autobahn's Disconnected, a RuntimeError.
+CLIENT_GONE = (OSError, RuntimeError)
+
+
 class SyncJobConsumer(AsyncJsonWebsocketConsumer):
     """Streams one sync job's events; a `heartbeat` after AIRWEAVE_HEARTBEAT_SECONDS of silence."""
 
@@ -111,7 +116,14 @@ class SearchConsumer(AsyncJsonWebsocketConsumer):
             await self.send_error("invalid request", detail=exc.detail)
             return
         async for event in stream_from_thread(lambda stream: search_run(prepared, stream), first={"type": "connected"}):
-            await self.send_json(event)
+            try:
+                await self.send_json(event)
+            except CLIENT_GONE:  # closed mid-search: the rest of the stream has nobody to go to
+                return
+
+    @classmethod
+    async def encode_json(cls, content):
+        return json.dumps(content, default=str)  # as the SSE frames: a source's datetime never breaks a stream
 
     async def send_error(self, message: str, **payload) -> None:
         """An `error` event in the envelope of API.md (its own `seq` 1: no search stream started)."""

@@ -279,3 +279,38 @@ def test_sync_progress_reaches_websocket_and_sse_from_a_worker_process(setup, se
         assert inserted == sorted(inserted) and inserted[-1] == len(FILES)
         assert len(set(inserted)) >= 3  # the counters climbed while we watched
         assert events[-1]["final_counts"]["inserted"] == len(FILES) and events[-1]["is_complete"]
+
+
+def test_a_client_that_leaves_mid_search_ends_the_stream_quietly(setup, monkeypatch):
+    """daphne raises autobahn's Disconnected (a RuntimeError) when sending to a closed socket: the
+    consumer stops forwarding instead of logging an 'Exception inside application' per disconnect."""
+    from connectors.sync.services import sync_job_run
+
+    from airweave.api.consumers import SearchConsumer
+
+    sync_job_run(job_id=sync_job_start(source_connection=setup["connection"], enqueue=False).id)
+    sent = []
+
+    async def send_json(self, content, close=False):
+        if len(sent) == 3:
+            raise RuntimeError("Attempt to send on a closed protocol")
+        sent.append(content["type"])
+
+    monkeypatch.setattr(SearchConsumer, "send_json", send_json)
+
+    async def run():
+        communicator = WebsocketCommunicator(application, "/ws/collections/socket-docs/search/",
+                                             headers=[(b"x-api-key", setup["key"].encode())])
+        assert (await communicator.connect())[0]
+        await communicator.send_json_to({"query": "lost laptop", "limit": 2})
+        for _ in range(300):  # until the consumer has given up on the stream
+            if len(sent) == 3:
+                break
+            await asyncio.sleep(0.1)
+        await communicator.receive_nothing(timeout=1)
+        alive = not communicator.future.done()  # a handler that raises ends the application
+        await communicator.disconnect()
+        return alive
+
+    assert async_to_sync(run)() is True
+    assert sent == ["connected", "start", "operator_start"]

@@ -64,3 +64,16 @@ def test_federated_results_have_the_v2_shape_on_the_tiers(collection):
     for result in response.results:
         assert set(result) == set(SearchResultSerializer().fields)
         assert result["airweave_system_metadata"]["source_name"] in ("acl_directory", "local_files")
+
+
+def test_a_sources_datetimes_become_iso_strings():
+    from datetime import datetime, timezone
+
+    from search.results import federated_result
+
+    when = datetime(2024, 5, 1, 12, 30, tzinfo=timezone.utc)
+    result = federated_result({"entity_id": "x", "name": "X", "textual_representation": "t", "updated_at": when,
+                               "created_at": "2024-01-01T00:00:00Z"}, source_name="s", access={})
+
+    assert (result["updated_at"], result["created_at"]) == ("2024-05-01T12:30:00+00:00", "2024-01-01T00:00:00Z")
+    json.dumps(result)  # what the websocket sends
