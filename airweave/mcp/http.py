@@ -2,6 +2,7 @@
 
 Stateless: every request authenticates, builds a fresh server for its caller and collection, and
 answers with JSON (no session survives the request, so any web process can serve any request).
+Only POST is served: GET (a stream of server messages) and DELETE (ending a session) answer 405.
 
 Authentication: `X-API-Key` first, else `Authorization: Bearer` with an API key or an OAuth
 access token issued by this server. No or a bad credential answers 401 with a `WWW-Authenticate`
@@ -103,6 +104,11 @@ async def mcp_app(scope, receive, send) -> None:
         if backend is None:
             return await _unauthorized(scope, send, headers, "Invalid, expired or revoked API key or access token.",
                                        invalid=True)
+        if scope.get("method") != "POST":
+            # Stateless: there is no session to stream server messages on (GET would hang open
+            # forever) or to end (DELETE); the spec lets such a server answer 405.
+            return await _send_json(send, 405, {"detail": "This MCP endpoint is stateless: send JSON-RPC "
+                                                          "requests with POST."}, [(b"allow", b"POST")])
         try:
             server = build_server(backend=backend, collection=_collection(scope, headers), transport="streamable-http")
         except ValueError as exc:

@@ -117,3 +117,14 @@ def test_a_malformed_collection_header_answers_400(handbook, live_server_url):
     response = raw_post(f"{live_server_url}/mcp", {"X-API-Key": handbook["key"],
                                                    "X-Collection-Readable-ID": "Not A Readable Id!"})
     assert response.status_code == 400 and "X-Collection-Readable-ID" in response.json()["detail"]
+
+
+def test_get_and_delete_answer_405_instead_of_hanging(handbook, live_server_url):
+    headers = {"X-API-Key": handbook["key"], "Accept": "application/json, text/event-stream"}
+    for method in ("GET", "DELETE"):
+        response = httpx2.request(method, f"{live_server_url}/mcp", headers=headers, timeout=30)
+        assert response.status_code == 405 and response.headers["allow"] == "POST"
+        assert "POST" in response.json()["detail"]
+    # without a credential, GET still answers the 401 that starts OAuth discovery
+    anonymous = httpx2.get(f"{live_server_url}/mcp", headers={"Accept": "text/event-stream"}, timeout=30)
+    assert anonymous.status_code == 401 and "resource_metadata=" in anonymous.headers["www-authenticate"]
