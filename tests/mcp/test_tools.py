@@ -143,3 +143,11 @@ def test_get_config_describes_the_server(handbook):
     assert config["organization"] == "Handbook org" and config["mode"] == "in-process"
     assert config["transport"] == "stdio" and config["tiers"] == ["instant", "classic", "agentic"]
     assert '"collection": "handbook"' in result.content[0].text
+
+
+@pytest.mark.parametrize("tier", ["instant", "classic", "agentic"])
+def test_a_nul_in_the_query_answers_what_to_fix(handbook, tier):
+    result = session(server_for(handbook["org"]), lambda c: c.call_tool(
+        "search-handbook", {"query": "leave\x00", "tier": tier}))
+    assert result.is_error and "query must not contain NUL" in result.content[0].text
+
