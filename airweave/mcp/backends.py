@@ -18,6 +18,7 @@ from airweave.collections.access import principals_for
 from airweave.collections.models import Collection
 from airweave.providers.embeddings import ProviderUnavailable
 from airweave.providers.errors import ProviderError
+from airweave.tenancy.quotas import QuotaExceeded
 from search.agentic import search_agentic
 from search.filters import FilterError
 from search.instant import InstantSearchRequest, SearchRequestError, search_instant
@@ -54,6 +55,8 @@ class SearchBackend(Protocol):
 
 
 def _search_error(exc: Exception) -> ToolError:
+    if isinstance(exc, QuotaExceeded):
+        return ToolError(str(exc))  # names the limit and the setting that raises it
     if isinstance(exc, (SearchRequestError, FilterError)):
         where = ".".join(str(p) for p in exc.loc)
         return ToolError(f"Invalid {where}: {exc}" if where else f"Invalid request: {exc}")
@@ -101,7 +104,7 @@ class InProcessBackend:
                                      principals=principals,
                                      limit=min(1000, args.offset + args.limit), thinking=args.thinking).results
             return results[args.offset:args.offset + args.limit]
-        except (SearchRequestError, FilterError, ProviderUnavailable, ProviderError) as exc:
+        except (SearchRequestError, FilterError, QuotaExceeded, ProviderUnavailable, ProviderError) as exc:
             raise _search_error(exc) from None
 
     async def collections(self, limit: int = LISTED_COLLECTIONS) -> list[dict]:

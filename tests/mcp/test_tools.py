@@ -151,3 +151,15 @@ def test_a_nul_in_the_query_answers_what_to_fix(handbook, tier):
         "search-handbook", {"query": "leave\x00", "tier": tier}))
     assert result.is_error and "query must not contain NUL" in result.content[0].text
 
+
+def test_the_monthly_search_quota_answers_its_message(handbook, settings):
+    settings.AIRWEAVE_QUOTA_SEARCHES_PER_MONTH = 1
+    server = server_for(handbook["org"])
+
+    async def calls(client):
+        return [await client.call_tool("search-handbook", {"query": "leave", "tier": "instant"}) for _ in range(2)]
+
+    first, second = session(server, calls)
+    assert not first.is_error
+    assert second.is_error and "Quota exceeded" in second.content[0].text
+    assert "AIRWEAVE_QUOTA_SEARCHES_PER_MONTH" in second.content[0].text
