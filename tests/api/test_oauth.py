@@ -205,6 +205,8 @@ def test_consent_page_names_the_client_the_organization_and_its_collections(anon
     assert org.name in page and "Team documents" in page and "(docs)" in page
     assert 'value="allow"' in page and "csrfmiddlewaretoken" in page
     assert response["X-Frame-Options"] == "DENY" and "no-store" in response["Cache-Control"]
+    # the grant acts as the user (access control applies), not as an organization-wide API key
+    assert "act as you" in page and "only the documents you may see" in page and "API key" not in page
 
 
 def test_a_user_in_several_organizations_chooses_one(anon, browser, user, other_org, make_collection):
