@@ -189,6 +189,7 @@ AIRWEAVE_CHUNK_OVERLAP_TOKENS = env.int("AIRWEAVE_CHUNK_OVERLAP_TOKENS", default
 AIRWEAVE_EMBEDDING_BATCH_SIZE = env.int("AIRWEAVE_EMBEDDING_BATCH_SIZE", default=64)
 AIRWEAVE_DEFAULT_EMBEDDING_MODEL = env("AIRWEAVE_DEFAULT_EMBEDDING_MODEL", default="local/all-MiniLM-L6-v2")
 # No deletions when a full listing returns fewer than this fraction of the entities seen before.
+AIRWEAVE_PUSH_MAX_DOCUMENTS = env.int("AIRWEAVE_PUSH_MAX_DOCUMENTS", default=100)
 AIRWEAVE_PARTIAL_LISTING_RATIO = env.float("AIRWEAVE_PARTIAL_LISTING_RATIO", default=0.5)
 # Collections with fewer chunks than this are scanned exactly instead of through HNSW.
 AIRWEAVE_EXACT_SCAN_MAX_CHUNKS = env.int("AIRWEAVE_EXACT_SCAN_MAX_CHUNKS", default=20000)

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, ClassVar, Iterable, Iterator
+from typing import Any, Callable, ClassVar, Container, Iterable, Iterator
 
 
 class SourceError(Exception):
@@ -169,6 +169,48 @@ class FileEntity(BaseEntity):
         with open(self.path, "rb") as fh:
             for block in iter(lambda: fh.read(1 << 20), b""):
                 digest.update(block)
+
+
+@dataclass
+class BlobEntity(BaseEntity):
+    """An entity whose content is a file held elsewhere than on disk: a zip member, a git blob,
+    a mail attachment. `load()` returns its bytes (called once to hash, once to convert);
+    `file_name` picks the converter by its extension; `size` is in bytes (checked against
+    AIRWEAVE_MAX_FILE_BYTES before anything is loaded)."""
+
+    file_name: str = ""
+    size: int = 0
+    load: Callable[[], bytes] | None = field(default=None, repr=False, compare=False)
+
+    volatile_fields: ClassVar[tuple[str, ...]] = ("updated_at",)
+
+    def read_bytes(self) -> bytes:
+        """The content. Raises SkipEntity when it cannot be read."""
+        if self.load is None:
+            raise SkipEntity("unreadable: no content")
+        try:
+            return self.load()
+        except SkipEntity:
+            raise
+        except Exception as exc:  # zip, git and mail readers raise many types
+            raise SkipEntity(f"unreadable: {type(exc).__name__}: {exc}") from exc
+
+    def update_hash_with_content(self, digest) -> None:
+        digest.update(self.read_bytes())
+
+
+@dataclass
+class UnreadableEntity(BaseEntity):
+    """Stands for an item that a source found but could not read (a broken day file, an
+    unparsable message): the pipeline counts it as skipped with `reason`, never indexes it."""
+
+    reason: str = "unreadable"
+
+    def hash_payload(self) -> dict:
+        raise SkipEntity(self.reason)
+
+    def textual_representation(self) -> str:
+        raise SkipEntity(self.reason)
 
 
 @dataclass(frozen=True)
@@ -330,6 +372,16 @@ class BaseSource:
         """
         return None
 
+    @classmethod
+    def federates(cls, config: dict | None) -> bool:
+        """Whether a connection of this source with `config` is searched at query time (`search()`).
+
+        Default: the class's `federated_search`. A source that can both sync and search at query
+        time (Slack) makes it a per-connection choice, so one connection never answers the same
+        item twice (once as a synced chunk, once as a federated result).
+        """
+        return bool(cls.federated_search)
+
     def search(self, query: str, limit: int) -> list[dict]:
         """Federated sources (`federated_search`) answer queries at search time.
 
@@ -356,6 +408,14 @@ class BaseSource:
         ignored. A full listing needs none of this: absent entities are deleted anyway.
         """
         return ()
+
+    def present_entity_ids(self) -> Container[str] | None:
+        """After a run that was not a full listing: what still exists at the source, from a
+        cheap listing (a table's primary keys, a mailbox's Message-IDs), as anything answering
+        `entity_id in ...`. Known entities not in it, and not listed this run, are deleted.
+        None (the default): the source cannot tell, and only `deleted_entity_ids` deletes.
+        """
+        return None
 
 
 _TYPE_CHECKS = {

@@ -245,7 +245,7 @@ def source_connection_payload(connection: SourceConnection, jobs: list[SyncJob] 
         "entities": {"total_entities": sum(v["count"] for v in by_type.values()), "by_type": by_type},
         "error_category": connection.error_category or None,
         "error_message": connection.error_message or None,
-        "federated_search": _federated(connection.short_name),
+        "federated_search": _federated(connection),
     }
 
 
@@ -254,16 +254,16 @@ def source_connection_list_item(connection: SourceConnection) -> dict:
         "id": connection.id, "name": connection.name, "short_name": connection.short_name,
         "readable_collection_id": connection.collection.readable_id, "created_at": connection.created_at,
         "modified_at": connection.modified_at, "is_authenticated": connection.is_authenticated,
-        "entity_count": getattr(connection, "entity_count", 0), "federated_search": _federated(connection.short_name),
+        "entity_count": getattr(connection, "entity_count", 0), "federated_search": _federated(connection),
         "auth_method": connection.auth_method, "status": connection.status,
     }
 
 
-def _federated(short_name: str) -> bool:
+def _federated(connection: SourceConnection) -> bool:
     from connectors.registry import get_source
 
     try:
-        return get_source(short_name).federated_search
+        return get_source(connection.short_name).federates(connection.config or {})
     except KeyError:
         return False
 
@@ -356,6 +356,76 @@ class AgenticSearchRequestSerializer(StrictSerializer):
     thinking = serializers.BooleanField(required=False, default=False)
     filter = serializers.JSONField(required=False, allow_null=True, help_text="List of FilterGroup.")
     limit = serializers.IntegerField(required=False, default=100, min_value=1, max_value=1000)
+
+
+# --- Push API (POST /collections/{readable_id}/documents) ---
+def _no_nul(value: str) -> str:
+    if "\x00" in value:
+        raise serializers.ValidationError("must not contain NUL characters")
+    return value
+
+
+class PushBreadcrumbSerializer(StrictSerializer):
+    entity_id = serializers.CharField(max_length=1024, validators=[_no_nul])
+    name = serializers.CharField(max_length=1024, required=False, allow_blank=True, validators=[_no_nul])
+    entity_type = serializers.RegexField(r"^[A-Za-z][A-Za-z0-9_]{0,63}$", required=False)
+
+
+class PushAccessSerializer(StrictSerializer):
+    viewers = serializers.ListField(child=serializers.CharField(max_length=320), required=False, max_length=1000)
+    is_public = serializers.BooleanField(required=False, default=True)
+
+
+class PushDocumentSerializer(StrictSerializer):
+    id = serializers.CharField(max_length=1024, help_text="Your id of the document: an upsert replaces the "
+                               "document with the same id.", validators=[_no_nul])
+    text = serializers.CharField(max_length=1_000_000, trim_whitespace=False, validators=[_no_nul])
+    name = serializers.CharField(max_length=1024, required=False, allow_blank=True, validators=[_no_nul])
+    breadcrumbs = PushBreadcrumbSerializer(many=True, required=False, max_length=50)
+    created_at = serializers.DateTimeField(required=False, allow_null=True)
+    updated_at = serializers.DateTimeField(required=False, allow_null=True)
+    web_url = serializers.CharField(max_length=4096, required=False, allow_blank=True)
+    url = serializers.CharField(max_length=4096, required=False, allow_blank=True)
+    metadata = serializers.DictField(required=False, help_text="Returned as raw_source_fields.")
+    access = PushAccessSerializer(required=False)
+
+    def validate_metadata(self, value):
+        import json
+
+        if len(json.dumps(value, default=str)) > 65536:
+            raise serializers.ValidationError("must be at most 64 KB of JSON")
+        return value
+
+
+class PushRequestSerializer(StrictSerializer):
+    documents = PushDocumentSerializer(many=True, required=False, default=list)
+    delete_ids = serializers.ListField(child=serializers.CharField(max_length=1024), required=False, default=list)
+
+    def validate_documents(self, value):
+        from django.conf import settings
+
+        limit = settings.AIRWEAVE_PUSH_MAX_DOCUMENTS
+        if len(value) > limit:
+            raise serializers.ValidationError(f"at most {limit} documents per request; send several requests")
+        seen = set()
+        for i, doc in enumerate(value):
+            if doc["id"] in seen:
+                raise serializers.ValidationError(f"documents[{i}]: id {doc['id']!r} appears twice in this request")
+            seen.add(doc["id"])
+        return value
+
+    def validate_delete_ids(self, value):
+        if len(value) > 1000:
+            raise serializers.ValidationError("at most 1000 ids per request")
+        return list(dict.fromkeys(value))
+
+    def validate(self, data):
+        if not data["documents"] and not data["delete_ids"]:
+            raise serializers.ValidationError("send at least one of 'documents' or 'delete_ids'")
+        both = {d["id"] for d in data["documents"]} & set(data["delete_ids"])
+        if both:
+            raise serializers.ValidationError(f"id(s) both upserted and deleted: {', '.join(sorted(both))}")
+        return data
 
 
 # --- API keys ---

@@ -3,7 +3,7 @@ from django.urls import path
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
 
 from airweave.api import schema  # noqa: F401  (registers the OpenAPI security scheme)
-from airweave.api.views import api_keys, collections, search, source_connections, sources, sync
+from airweave.api.views import api_keys, collections, documents, search, source_connections, sources, sync
 
 urlpatterns = [
     path("openapi.json", SpectacularJSONAPIView.as_view(), name="openapi-schema"),
@@ -11,6 +11,7 @@ urlpatterns = [
     path("collections", collections.CollectionListView.as_view()),
     path("collections/count", collections.CollectionCountView.as_view()),
     path("collections/<str:readable_id>", collections.CollectionDetailView.as_view()),
+    path("collections/<str:readable_id>/documents", documents.DocumentPushView.as_view()),
     path("collections/<str:readable_id>/search", search.PipelineSearchView.as_view()),
     path("collections/<str:readable_id>/search/stream", search.PipelineSearchStreamView.as_view()),
     path("collections/<str:readable_id>/search/instant", search.InstantSearchView.as_view()),

@@ -1,11 +1,13 @@
 """Files -> text: one small module per format, each parsed by a well-kept library.
 
     convert_file(path, max_bytes=N) -> Document(text, title, fields)
+    convert_bytes(data, file_name, max_bytes=N) -> Document   # zip members, git blobs, attachments
     read_front_matter(path) -> (fields, title)      # Markdown only, cheap, never raises
     SUPPORTED_EXTENSIONS                             # lower-case, with the dot
 
 Formats: Markdown (front matter -> `fields`), plain text and source code, HTML, PDF (pypdf),
-DOCX (python-docx), PPTX (python-pptx), XLSX (openpyxl), CSV/TSV (stdlib csv).
+DOCX (python-docx), PPTX (python-pptx), XLSX (openpyxl), CSV/TSV (stdlib csv), e-mail
+messages (.eml, stdlib email).
 
 `convert_file` raises only `connectors.base.SkipEntity(reason)`, with reasons such as
 "file too large: N bytes > limit M bytes", "empty: no text extracted", "encrypted PDF",
@@ -21,12 +23,12 @@ import stat
 from pathlib import Path
 
 from connectors.base import SkipEntity
-from connectors.converters import csv, docx, html, markdown, pdf, pptx, text, xlsx
+from connectors.converters import csv, docx, html, mail, markdown, pdf, pptx, text, xlsx
 from connectors.converters._common import Document, clean_text, decode_text, short_error
 
 __all__ = ["Document", "convert_file", "convert_bytes", "read_front_matter", "SUPPORTED_EXTENSIONS"]
 
-_CONVERTERS = {ext: module for module in (markdown, text, html, pdf, docx, pptx, xlsx, csv)
+_CONVERTERS = {ext: module for module in (markdown, text, html, pdf, docx, pptx, xlsx, csv, mail)
                for ext in module.EXTENSIONS}
 SUPPORTED_EXTENSIONS: frozenset[str] = frozenset(_CONVERTERS)
 

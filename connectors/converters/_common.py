@@ -95,7 +95,7 @@ def decode_text(data: bytes) -> str:
     input it reads noise as CJK text, and the result would depend on what else is installed.
     """
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8").removeprefix("\ufeff")  # a UTF-8 BOM is not text
     except UnicodeDecodeError:
         pass
     for bom, encoding in _BOMS:

@@ -56,9 +56,16 @@ def check_url(url: str) -> None:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https"):
         raise BlockedAddress(f"only http and https URLs can be fetched, not '{parts.scheme}:' ({redact_url(url)})")
-    host = (parts.hostname or "").rstrip(".").lower()
-    if not host:
+    if not (parts.hostname or "").rstrip("."):
         raise BlockedAddress(f"URL has no host: {redact_url(url)}")
+    check_host(parts.hostname)
+
+
+def check_host(host: str) -> None:
+    """Refuse a host a user supplied (a name or an IP literal) before any connection, without a
+    DNS lookup: a refused IP literal or a localhost name. Names are checked again when they are
+    resolved (resolve_allowed). Raises BlockedAddress."""
+    host = (host or "").strip().strip("[]").rstrip(".").lower()
     if private_hosts_allowed():
         return
     try:

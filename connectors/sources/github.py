@@ -11,6 +11,14 @@ API (REST v3, `application/vnd.github+json`): `GET /repos/{repo}/issues?state=al
 Budget: 5,000 requests an hour per token, so the rate limit is per connection; the HTTP
 client waits on GitHub's `X-RateLimit-Reset` when a 403 says the budget is spent.
 
+Federated mode (config `federated_search: true`, off by default): nothing is synced; each
+search of the collection asks GitHub's issue search, `GET /search/issues?q=<query>
+repo:<owner/name> ...` (at most 256 characters of query text, cut at a word; 30 searches a
+minute per token), and the FederatedSearch operation merges the hits by reciprocal rank fusion.
+A connection is never both: a synced issue would come back a second time as a federated hit.
+A failing GitHub search raises, and the search goes on with partial results and the failure
+named in the `federated_search_done` event.
+
 Entities: GitHubIssueEntity (`entity_id` "owner/name#123"; breadcrumb: the repository) and
 GitHubCommentEntity ("owner/name#123/comment/456"; breadcrumbs: repository, issue). Cursor:
 `{"since": {"owner/name": "<newest updated_at seen>"}}`. A run with a cursor lists only what
@@ -30,6 +38,8 @@ from connectors.http import HttpError
 from connectors.registry import source
 
 _REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+MAX_QUERY_CHARS = 256  # GitHub's limit on a search query, qualifiers excluded
+MAX_BODY_CHARS = 4000  # of an issue body in a federated result
 
 
 def _time(value: str | None) -> datetime | None:
@@ -84,9 +94,13 @@ class GitHubCommentEntity(BaseEntity):
         ConfigField("repositories", "Repositories", "array", "owner/name of each repository, e.g. octocat/Hello-World.",
                     required=True, items_type="string"),
         ConfigField("include_comments", "Include comments", "boolean", "Index the comments too.", default=True),
+        ConfigField("federated_search", "Search at query time", "boolean",
+                    "Do not index the repositories: search them on GitHub (issue search) each time the collection "
+                    "is searched.", default=False),
     ),
     labels=("Code", "Ticketing"),
     entity_types=(GitHubIssueEntity, GitHubCommentEntity),
+    federated_search=True,
     rate_limit_level="connection",
     rate_limit="5000/hour",
     base_url="https://api.github.com",
@@ -105,6 +119,10 @@ class GitHubSource(BaseSource):
         out["repositories"] = list(dict.fromkeys(repositories))
         return out
 
+    @classmethod
+    def federates(cls, config: dict | None) -> bool:
+        return bool((config or {}).get("federated_search"))
+
     def http_auth(self):
         token = self.credentials.get("personal_access_token")
         return BearerAuth(token) if token else super().http_auth()
@@ -116,6 +134,10 @@ class GitHubSource(BaseSource):
         previous = (cursor or {}).get("since") or {}
         self._incremental = bool(previous)
         self._since = dict(previous)
+        if self.federates(self.config):
+            # Federated: nothing is indexed. An empty full listing: issues synced before the switch go.
+            self._incremental, self._since = False, {}
+            return
         for repository in self.config["repositories"]:
             yield from self._repository(repository, previous.get(repository))
 
@@ -174,3 +196,48 @@ class GitHubSource(BaseSource):
 
     def next_cursor(self) -> dict:
         return {"since": self._since}
+
+    # --- federated search ---------------------------------------------------------------------
+
+    def search(self, query: str, limit: int) -> list[dict]:
+        """Up to `limit` (at most 100) issues and pull requests of the repositories matching `query`, best first.
+
+        Each hit is a pipeline-shaped result: `entity_id` ("owner/name#123", the id a synced issue
+        would have), `name`, `textual_representation`, `breadcrumbs`, `created_at`, `updated_at`,
+        `web_url`, `url`, `system_metadata`, `source_fields`. Raises HttpError, RateLimited,
+        NetworkError or AuthFailure (connectors.http) when GitHub fails.
+        """
+        text = search_text(query)
+        if not text:
+            return []
+        qualifiers = " ".join(f"repo:{repository}" for repository in self.config["repositories"])
+        body = self.http.get_json("/search/issues", params={"q": f"{text} {qualifiers}",
+                                                            "per_page": max(1, min(int(limit), 100))})
+        return [self._hit(item) for item in (body.get("items") or [])[:limit]]
+
+    def _hit(self, item: dict) -> dict:
+        repository = item.get("repository_url", "").split("/repos/", 1)[-1]
+        entity = self._issue(repository, item)
+        entity.body = entity.body[:MAX_BODY_CHARS]
+        return {
+            "entity_id": entity.entity_id, "name": entity.name,
+            "textual_representation": entity.textual_representation(),
+            "breadcrumbs": [b.as_dict() for b in entity.breadcrumbs],
+            "created_at": entity.created_at.isoformat() if entity.created_at else None,
+            "updated_at": entity.updated_at.isoformat() if entity.updated_at else None,
+            "web_url": entity.web_url, "url": entity.url or None,
+            "system_metadata": {"source_name": self.short_name, "entity_type": GitHubIssueEntity.entity_type(),
+                                "original_entity_id": entity.entity_id, "chunk_index": 0, "sync_id": None,
+                                "sync_job_id": None, "federated": True},
+            "source_fields": {**entity.raw_source_fields, "github_score": item.get("score")},
+        }
+
+
+def search_text(query: str) -> str:
+    """The user's words for GitHub search: quotes balanced, cut at a word to 256 characters."""
+    text = " ".join(query.split())
+    if text.count('"') % 2:
+        text = text.replace('"', "")
+    if len(text) > MAX_QUERY_CHARS:
+        text = text[:MAX_QUERY_CHARS].rsplit(" ", 1)[0]
+    return text

@@ -32,8 +32,8 @@ from airweave.events import make_event, publish_to_group, sync_job_group
 from airweave.providers.embeddings import ProviderUnavailable, get_embedder
 from airweave.providers.errors import ProviderError
 from airweave.tenancy.quotas import ENTITIES, quota_remaining
-from connectors.base import AccessMembership, BaseEntity, FileEntity, SkipEntity, SourceError
-from connectors.converters import convert_file
+from connectors.base import AccessMembership, BaseEntity, BaseSource, BlobEntity, FileEntity, SkipEntity, SourceError
+from connectors.converters import convert_bytes, convert_file
 from connectors.registry import source_for_connection
 from connectors.sync.chunking import chunk_text
 from connectors.sync.jobs import S, sync_job_transition
@@ -103,10 +103,17 @@ class _Pending:
 
 
 class SyncPipeline:
-    """Runs one sync job to its end. `on_progress(counters)` is called after every batch."""
+    """Runs one sync job to its end. `on_progress(counters)` is called after every batch.
 
-    def __init__(self, job: SyncJob, on_progress: Callable[[JobCounters], None] | None = None):
+    `source` is the source instance to read; by default one is built from the connection's
+    short name, config and decrypted credentials (the push API passes its own, holding the
+    pushed documents, so that pushes and syncs share every rule of this pipeline).
+    """
+
+    def __init__(self, job: SyncJob, on_progress: Callable[[JobCounters], None] | None = None,
+                 source: BaseSource | None = None):
         self.job = job
+        self.source = source
         self.connection = job.source_connection
         self.collection = self.connection.collection
         self.on_progress = on_progress
@@ -143,7 +150,7 @@ class SyncPipeline:
         return job
 
     def _sync(self) -> None:
-        source = source_for_connection(self.connection)
+        source = self.source or source_for_connection(self.connection)
         try:
             self._sync_source(source)
         finally:
@@ -170,7 +177,7 @@ class SyncPipeline:
             entity.access_viewers, entity.access_is_public = normalize_access(
                 supports_access_control=self.supports_access_control, source_connection_id=self.connection.id,
                 viewers=entity.access_viewers, is_public=entity.access_is_public)
-            if isinstance(entity, FileEntity) and entity.size > settings.AIRWEAVE_MAX_FILE_BYTES:
+            if isinstance(entity, (FileEntity, BlobEntity)) and entity.size > settings.AIRWEAVE_MAX_FILE_BYTES:
                 # Not even hashed: reading a huge file only to skip it would stall the job.
                 self.counters.skip(entity.entity_id, f"file too large: {entity.size} bytes > limit "
                                                      f"{settings.AIRWEAVE_MAX_FILE_BYTES} bytes")
@@ -199,6 +206,8 @@ class SyncPipeline:
 
         if source.is_full_listing():
             self._delete_missing(known, seen)
+        else:
+            self._delete_absent(source, known, seen)
         reported = [entity_id for entity_id in dict.fromkeys(source.deleted_entity_ids())
                     if entity_id in known and entity_id not in seen]
         if reported:
@@ -235,6 +244,15 @@ class SyncPipeline:
             )
             return
         self.counters.deleted += entities_delete(source_connection=self.connection, entity_ids=missing)
+
+    def _delete_absent(self, source: BaseSource, known: dict[str, str], seen: set[str]) -> None:
+        """After an incremental run: delete known entities the source's cheap listing no longer has."""
+        present = source.present_entity_ids()
+        if present is None:
+            return
+        gone = [entity_id for entity_id in known if entity_id not in seen and entity_id not in present]
+        if gone:
+            self.counters.deleted += entities_delete(source_connection=self.connection, entity_ids=gone)
 
     def _index(self, batch: list[_Pending]) -> None:
         """Convert, chunk, embed and write a batch of new or changed entities."""
@@ -285,6 +303,9 @@ class SyncPipeline:
         """
         if isinstance(entity, FileEntity):
             text = convert_file(entity.path, max_bytes=settings.AIRWEAVE_MAX_FILE_BYTES).text
+        elif isinstance(entity, BlobEntity):
+            text = convert_bytes(entity.read_bytes(), entity.file_name,
+                                 max_bytes=settings.AIRWEAVE_MAX_FILE_BYTES).text
         else:
             text = entity.textual_representation()
         name = " ".join((entity.name or "").split())

@@ -23,7 +23,7 @@ class FederatedSearch(SearchOperation):
 
     def execute(self, state: SearchState, ctx: Context) -> None:
         connections = [c for c in SourceConnection.objects.filter(collection_id=state.collection_id)
-                       if _is_federated(c.short_name)
+                       if _is_federated(c.short_name, c.config)
                        and (not state.source_connection_ids or c.id in set(state.source_connection_ids))]
         if not connections:
             raise OperationSkipped("no federated sources in this collection")
@@ -73,8 +73,8 @@ def _visible(results: list[dict], source_cls, connection_id, principals: list[st
     return out
 
 
-def _is_federated(short_name: str) -> bool:
+def _is_federated(short_name: str, config: dict | None) -> bool:
     try:
-        return bool(get_source(short_name).federated_search)
+        return get_source(short_name).federates(config or {})
     except KeyError:
         return False

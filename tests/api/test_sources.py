@@ -56,3 +56,49 @@ def test_catalog_needs_credentials(db):
     from rest_framework.test import APIClient
 
     assert APIClient().get("/sources").status_code == 401
+
+
+OFFLINE = {
+    # short name: (config fields in order, required config fields, auth fields, secret auth fields, entity types)
+    "slack_export": (["path", "channels", "workspace_url"], {"path"}, [], set(),
+                     ["SlackChannelEntity", "SlackMessageEntity"]),
+    "notion_export": (["path"], {"path"}, [], set(),
+                      ["NotionPageEntity", "NotionDatabaseEntity", "NotionFileEntity"]),
+    "mbox": (["path"], {"path"}, [], set(), ["EmailEntity", "EmailAttachmentEntity"]),
+    "maildir": (["path", "folders"], {"path"}, [], set(), ["EmailEntity", "EmailAttachmentEntity"]),
+    "imap": (["host", "port", "security", "verify_tls", "mailboxes"], {"host"}, ["username", "password"],
+             {"password"}, ["EmailEntity", "EmailAttachmentEntity"]),
+    "git": (["path", "branch", "include_history", "max_commits", "browse_url"], {"path"}, [], set(),
+            ["GitFileEntity", "GitCommitEntity"]),
+    "postgresql": (["host", "port", "database", "sslmode", "tables", "columns", "title_columns",
+                    "updated_at_column", "created_at_column"], {"host", "database", "tables"},
+                   ["username", "password"], {"password"}, ["SQLRowEntity"]),
+    "mysql": (["host", "port", "database", "tables", "columns", "title_columns", "updated_at_column",
+               "created_at_column"], {"host", "database", "tables"}, ["username", "password"], {"password"},
+              ["SQLRowEntity"]),
+    "sqlite": (["path", "tables", "columns", "title_columns", "updated_at_column", "created_at_column"],
+               {"path", "tables"}, [], set(), ["SQLRowEntity"]),
+    "push": ([], set(), [], set(), ["PushDocumentEntity"]),
+}
+
+
+def test_offline_sources_declare_their_config_and_auth_fields(client):
+    by_name = {s["short_name"]: s for s in client.get("/sources").json()}
+    for short_name, (config, required, auth, secret, types) in OFFLINE.items():
+        s = by_name[short_name]
+        fields = s["config_fields"]["fields"]
+        assert [f["name"] for f in fields] == config, short_name
+        assert {f["name"] for f in fields if f["required"]} == required, short_name
+        assert all(f["title"] and f["description"] for f in fields), short_name
+        assert s["auth_methods"] == ["direct"]
+        if auth:
+            auth_fields = s["auth_fields"]["fields"]
+            assert [f["name"] for f in auth_fields] == auth, short_name
+            assert {f["name"] for f in auth_fields if f["is_secret"]} == secret, short_name
+            assert s["auth_config_class"] and s["auth_fields"]["fields"][0]["required"] is True
+        else:
+            assert s["auth_fields"] is None, short_name
+        assert s["output_entity_definitions"] == types, short_name
+    enums = {f["name"]: f.get("enum_values") for f in by_name["imap"]["config_fields"]["fields"]}
+    assert enums["security"] == ["ssl", "starttls", "none"]
+    assert by_name["mysql"]["auth_fields"]["fields"][1]["required"] is False  # empty passwords exist

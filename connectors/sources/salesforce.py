@@ -1,0 +1,253 @@
+"""Salesforce: accounts, contacts, opportunities and cases of one org.
+
+Config: `object_types` (default all four), `instance_url` (only needed when a token is injected:
+the browser flow stores the `instance_url` of Salesforce's token response with the token).
+Auth: OAuth 2 with a refresh token (`with_refresh`; Salesforce answers no `expires_in`, so the
+access token is refreshed when a call answers 401 `INVALID_SESSION_ID`).
+
+API (REST, v60.0): SOQL through `GET /services/data/v60.0/query?q=SELECT ... ORDER BY
+SystemModstamp`, paged by the answer's `nextRecordsUrl` until `done`. A first run is a full
+listing. Later runs add `WHERE SystemModstamp >= <mark>` and ask
+`GET /services/data/v60.0/sobjects/{type}/deleted/?start=&end=` for the records deleted since
+the mark (Salesforce keeps that log 30 days: a cursor older than 29 days makes the run a full
+listing again). Budget: API calls count against the org's daily allocation; the limit here
+keeps one connection polite (20 requests a second).
+
+Entities: SalesforceAccountEntity, SalesforceContactEntity, SalesforceOpportunityEntity,
+SalesforceCaseEntity; `entity_id` is the 18-character record Id (unique across an org's
+objects); breadcrumbs: the record's account; `web_url` the Lightning record page. Cursor:
+`{"since": {type: "<newest SystemModstamp seen>"}}`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import ClassVar, Iterator
+from urllib.parse import urlsplit
+
+from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField, SourceError
+from connectors.http import HttpError
+from connectors.registry import source
+from connectors.sources._saas import Watermarks, WatermarkSource, compact, items, parse_time
+
+API_VERSION = "v60.0"
+DELETED_LOG_DAYS = 29  # Salesforce keeps deleted-record ids 30 days; one day of margin
+
+
+@dataclass
+class SalesforceEntity(BaseEntity):
+    """A record; `fields` holds the queried fields (relationship fields flattened to `Account.Name`)."""
+
+    object_type: str = ""
+    fields: dict | None = None
+
+    def _lines(self, *labels: tuple[str, str]) -> str:
+        f = self.fields or {}
+        return "\n".join(f"{label}: {f[key]}" for label, key in labels if f.get(key) not in (None, ""))
+
+    def textual_representation(self) -> str:
+        f = self.fields or {}
+        kind = self.object_type
+        head = f"# {kind}: {self.name}\n\n{self._lines(*self.LABELS)}"
+        return f"{head}\n\n{f.get('Description') or ''}".strip()
+
+    LABELS: ClassVar[tuple[tuple[str, str], ...]] = ()
+
+
+@dataclass
+class SalesforceAccountEntity(SalesforceEntity):
+    """An account (a company)."""
+
+    LABELS = (("Type", "Type"), ("Industry", "Industry"), ("Website", "Website"), ("Phone", "Phone"),
+              ("City", "BillingCity"), ("Country", "BillingCountry"))
+
+
+@dataclass
+class SalesforceContactEntity(SalesforceEntity):
+    """A contact (a person at an account)."""
+
+    LABELS = (("Account", "Account.Name"), ("Title", "Title"), ("Department", "Department"), ("Email", "Email"),
+              ("Phone", "Phone"))
+
+
+@dataclass
+class SalesforceOpportunityEntity(SalesforceEntity):
+    """An opportunity (a deal)."""
+
+    LABELS = (("Account", "Account.Name"), ("Stage", "StageName"), ("Amount", "Amount"), ("Close date", "CloseDate"),
+              ("Probability (%)", "Probability"), ("Type", "Type"), ("Lead source", "LeadSource"))
+
+
+@dataclass
+class SalesforceCaseEntity(SalesforceEntity):
+    """A support case."""
+
+    LABELS = (("Case number", "CaseNumber"), ("Account", "Account.Name"), ("Contact", "Contact.Name"),
+              ("Status", "Status"), ("Priority", "Priority"), ("Origin", "Origin"), ("Type", "Type"),
+              ("Reason", "Reason"))
+
+
+_COMMON = ("Id", "OwnerId", "CreatedDate", "LastModifiedDate", "SystemModstamp")
+# type → (entity class, fields, name field, metadata fields for raw_source_fields)
+OBJECT_TYPES: dict[str, tuple[type[SalesforceEntity], tuple[str, ...], str, tuple[str, ...]]] = {
+    "Account": (SalesforceAccountEntity, _COMMON + ("Name", "Type", "Industry", "Website", "Phone", "BillingCity",
+                                                    "BillingCountry", "Description"),
+                "Name", ("Type", "Industry", "BillingCountry")),
+    "Contact": (SalesforceContactEntity, _COMMON + ("Name", "FirstName", "LastName", "Email", "Title", "Phone",
+                                                    "Department", "AccountId", "Account.Name", "Description"),
+                "Name", ("Email", "Title", "AccountId")),
+    "Opportunity": (SalesforceOpportunityEntity, _COMMON + ("Name", "StageName", "Amount", "CloseDate", "Probability",
+                                                            "IsClosed", "IsWon", "Type", "LeadSource", "AccountId",
+                                                            "Account.Name", "Description"),
+                    "Name", ("StageName", "Amount", "CloseDate", "IsClosed", "IsWon", "AccountId")),
+    "Case": (SalesforceCaseEntity, _COMMON + ("CaseNumber", "Subject", "Description", "Status", "Priority", "Origin",
+                                              "Type", "Reason", "IsClosed", "AccountId", "Account.Name", "ContactId",
+                                              "Contact.Name"),
+             "Subject", ("CaseNumber", "Status", "Priority", "Origin", "IsClosed", "AccountId", "ContactId")),
+}
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _soql_time(value: datetime) -> str:
+    """A SOQL dateTime literal (UTC, whole seconds): 2024-05-01T10:00:00Z."""
+    return value.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@source(
+    name="Salesforce",
+    short_name="salesforce",
+    description="Accounts, contacts, opportunities and cases of a Salesforce org.",
+    auth_methods=("oauth_browser", "oauth_token", "oauth_byoc"),
+    oauth_type="with_refresh",
+    config_fields=(
+        ConfigField("object_types", "Object types", "array",
+                    f"Salesforce objects to index, any of: {', '.join(OBJECT_TYPES)} (default: all).",
+                    items_type="string", default=list(OBJECT_TYPES)),
+        ConfigField("instance_url", "Instance URL", "string",
+                    "Your org's URL, e.g. https://acme.my.salesforce.com. Only needed with an injected token; "
+                    "the browser flow takes it from Salesforce's answer."),
+    ),
+    labels=("CRM",),
+    entity_types=tuple(spec[0] for spec in OBJECT_TYPES.values()),
+    rate_limit_level="connection",
+    rate_limit="20/second",
+)
+class SalesforceSource(WatermarkSource, BaseSource):
+    """Lists Salesforce records with SOQL; see the module docstring."""
+
+    @classmethod
+    def validate_config(cls, config: dict, *, for_api: bool = False) -> dict:
+        out = super().validate_config(config, for_api=for_api)
+        unknown = [t for t in out["object_types"] if t not in OBJECT_TYPES]
+        if unknown or not out["object_types"]:
+            raise ValueError(f"config field 'object_types' takes any of {', '.join(OBJECT_TYPES)}"
+                             f"{'; not: ' + ', '.join(unknown) if unknown else ''}")
+        out["object_types"] = list(dict.fromkeys(out["object_types"]))
+        if out.get("instance_url"):
+            parts = urlsplit(out["instance_url"].strip())
+            if parts.scheme != "https" or not parts.hostname or parts.path not in ("", "/"):
+                raise ValueError("config field 'instance_url' must be an https URL without a path, "
+                                 "e.g. https://acme.my.salesforce.com")
+            out["instance_url"] = f"https://{parts.netloc}"
+        return out
+
+    @property
+    def base_url(self) -> str:
+        url = self.credentials.get("instance_url") or self.config.get("instance_url")
+        if not url:
+            raise SourceError("Salesforce needs the org's instance URL: authenticate through the browser flow or "
+                              "set config field 'instance_url'", "config_error")
+        return url.rstrip("/")
+
+    def generate_entities(self, cursor: dict) -> Iterator[BaseEntity]:
+        self._marks = Watermarks(cursor)
+        now = _now()
+        oldest = min((parse_time(v) for v in self._marks.previous.values()), default=None)
+        if oldest is not None and oldest < now - timedelta(days=DELETED_LOG_DAYS):
+            # The deleted-records log no longer reaches back that far: list everything again.
+            self._marks.previous, self._marks.incremental = {}, False
+        for object_type in self.config.get("object_types") or list(OBJECT_TYPES):
+            since = self._marks.since(object_type)
+            for record in self._query(object_type, parse_time(since) if since else None):
+                self._marks.advance(object_type, record.get("SystemModstamp"))
+                yield self._entity(object_type, record)
+            if since:
+                self._deleted(object_type, parse_time(since), now)
+
+    def _query(self, object_type: str, since: datetime | None) -> Iterator[dict]:
+        fields = OBJECT_TYPES[object_type][1]
+        soql = f"SELECT {', '.join(fields)} FROM {object_type}"
+        if since:
+            soql += f" WHERE SystemModstamp >= {_soql_time(since)}"
+        soql += " ORDER BY SystemModstamp ASC"
+
+        def fetch(next_url):
+            try:
+                if next_url:
+                    body = self.http.get_json(next_url)
+                else:
+                    body = self.http.get_json(f"/services/data/{API_VERSION}/query", params={"q": soql})
+            except HttpError as exc:
+                raise _salesforce_error(exc, object_type) from None
+            return body.get("records") or [], None if body.get("done", True) else body.get("nextRecordsUrl")
+
+        return items(fetch)
+
+    def _deleted(self, object_type: str, since: datetime, now: datetime) -> None:
+        body = self.http.get_json(f"/services/data/{API_VERSION}/sobjects/{object_type}/deleted/",
+                                  params={"start": since.isoformat(timespec="seconds"),
+                                          "end": now.isoformat(timespec="seconds")})
+        for record in body.get("deletedRecords") or []:
+            self._marks.delete(record["id"])
+
+    def _entity(self, object_type: str, record: dict) -> SalesforceEntity:
+        cls, fields, name_field, meta = OBJECT_TYPES[object_type]
+        values = {name: _field(record, name) for name in fields}
+        breadcrumbs = []
+        if values.get("AccountId") and object_type != "Account":
+            breadcrumbs.append(Breadcrumb(values["AccountId"], values.get("Account.Name") or values["AccountId"],
+                                          "SalesforceAccountEntity"))
+        name = values.get(name_field) or values.get("CaseNumber") or record["Id"]
+        if object_type == "Case" and values.get("CaseNumber"):
+            name = f"Case {values['CaseNumber']}: {values.get('Subject') or '(no subject)'}"
+        return cls(entity_id=record["Id"], name=name, breadcrumbs=breadcrumbs,
+                   created_at=parse_time(values.get("CreatedDate")),
+                   updated_at=parse_time(values.get("LastModifiedDate")),
+                   web_url=f"{self.base_url}/lightning/r/{object_type}/{record['Id']}/view",
+                   url=self.base_url + ((record.get("attributes") or {}).get("url") or ""),
+                   object_type=object_type, fields={k: v for k, v in values.items() if k != "SystemModstamp"},
+                   raw_source_fields=compact({"object_type": object_type, "owner_id": values.get("OwnerId"),
+                                              **{_snake(k): values.get(k) for k in meta}}))
+
+
+def _field(record: dict, name: str):
+    """A field of a SOQL record; `Account.Name` reads the nested relationship object (None when absent)."""
+    value = record
+    for part in name.split("."):
+        if not isinstance(value, dict):
+            return None
+        value = value.get(part)
+    return value
+
+
+def _snake(name: str) -> str:
+    return "".join(f"_{c.lower()}" if c.isupper() and i else c.lower() for i, c in enumerate(name))
+
+
+def _salesforce_error(exc: HttpError, object_type: str) -> Exception:
+    """Salesforce's `[{"message", "errorCode"}]` answers as errors the user can act on."""
+    body = exc.body or ""
+    if exc.status == 400 and ("INVALID_TYPE" in body or "INVALID_FIELD" in body):
+        return SourceError(f"Salesforce cannot query {object_type} for this user (it is not enabled in the org, or "
+                           f"a field is hidden by field-level security); remove it from object_types or grant "
+                           f"access: {' '.join(body[:200].split())}", "config_error")
+    if exc.status == 403 and "API_DISABLED_FOR_ORG" in body:
+        return SourceError("Salesforce says the REST API is disabled for this org (it needs Enterprise edition "
+                           "or the API Enabled permission)", "config_error")
+    if exc.status == 403 and "REQUEST_LIMIT_EXCEEDED" in body:
+        return SourceError(f"Salesforce says the org's API request limit is exceeded; the next scheduled sync "
+                           f"will try again: {' '.join(body[:200].split())}", "rate_limited")
+    return exc

@@ -1,0 +1,190 @@
+"""The Jira source against real Jira REST v2 responses (../shared/data/jira_api_perceval: a search paged
+2 + 1, comments paged 2 + 2), served by `responses`: Server offset paging, Cloud token paging through
+the OAuth gateway, a refreshed OAuth token, 429, 401, incremental JQL, deletions, and a searchable sync."""
+from __future__ import annotations
+
+import copy
+import json
+import time
+from urllib.parse import parse_qs
+
+import pytest
+import responses
+from responses.matchers import query_param_matcher
+
+from airweave.collections.models import Entity, SourceConnection, SyncCursor
+from connectors.services import source_connection_create
+from connectors.sources.jira import ISSUE_FIELDS, JiraCommentEntity, JiraIssueEntity, JiraSource
+from connectors.sync.services import sync_job_run, sync_job_start
+from tests.conftest import SHARED_DATA
+
+DATA = SHARED_DATA / "jira_api_perceval"
+SERVER = "https://jira.fiware.org"
+CLOUD = "https://acme.atlassian.net"
+GATEWAY = "https://api.atlassian.com/ex/jira/11223344-a1b2-3b33-c444-def123456789"
+ORDER = " ORDER BY created ASC, key ASC"
+FIELDS = ",".join(ISSUE_FIELDS)
+
+
+def load(name):
+    return json.loads((DATA / f"{name}.json").read_text())
+
+
+ISSUES_1, ISSUES_2 = load("jira_issues_page_1"), load("jira_issues_page_2")
+COMMENTS_1, COMMENTS_2 = load("jira_comments_issue_page_1"), load("jira_comments_issue_page_2")
+ALL_ISSUES = ISSUES_1["issues"] + ISSUES_2["issues"]
+
+
+@pytest.fixture
+def rsps(monkeypatch):
+    monkeypatch.setattr(JiraSource, "page_size", 2)  # the page size of the recordings
+    with responses.RequestsMock() as mock:
+        yield mock
+
+
+def add_server_search(rsps, jql=ORDER.strip(), pages=(ISSUES_1, ISSUES_2), fields=FIELDS):
+    for page in pages:
+        rsps.add("GET", f"{SERVER}/rest/api/2/search", json=page, match=[query_param_matcher(
+            {"jql": jql, "fields": fields, "maxResults": "2", "startAt": str(page["startAt"])})])
+
+
+def add_comments(rsps, base=SERVER, issue_id="1", pages=(COMMENTS_1, COMMENTS_2)):
+    for page in pages:
+        rsps.add("GET", f"{base}/rest/api/2/issue/{issue_id}/comment", json=page,
+                 match=[query_param_matcher({"startAt": str(page["startAt"]), "maxResults": "2"})])
+
+
+def add_no_comments(rsps, base=SERVER, ids=("2", "3")):
+    for issue_id in ids:
+        rsps.add("GET", f"{base}/rest/api/2/issue/{issue_id}/comment",
+                 json={"startAt": 0, "maxResults": 2, "total": 0, "comments": []})
+
+
+def make(credentials=None, **config):
+    config = {"site_url": SERVER, **config}
+    return JiraSource(JiraSource.validate_config(config), credentials or {"api_token": "pat-123"})
+
+
+def test_server_search_and_comments_are_paged_by_start_at(rsps):
+    add_server_search(rsps)
+    add_comments(rsps)
+    add_no_comments(rsps)
+    source = make()
+    entities = list(source.generate_entities({}))
+
+    issues = [e for e in entities if isinstance(e, JiraIssueEntity)]
+    comments = {e.entity_id: e for e in entities if isinstance(e, JiraCommentEntity)}
+    assert [i.key for i in issues] == ["HELP-6043", "HELP-6042", "HELP-6041"]
+    first = issues[0]
+    assert first.entity_id == "1" and first.name == "HELP-6043: [Fiware-lab-help] FIWARE Lab Assistance"
+    assert first.web_url == f"{SERVER}/browse/HELP-6043" and first.status == "Open"
+    assert first.breadcrumbs[0].as_dict() == {"entity_id": "10841", "name": "Help-Desk", "entity_type": "JiraProject"}
+    assert first.created_at.isoformat() == "2016-03-03T13:40:01+00:00"
+    assert first.raw_source_fields["project_key"] == "HELP" and first.raw_source_fields["issue_type"] == "extRequest"
+    assert set(comments) == {"1/comment/10022", "1/comment/10024"}  # page 2 of the recording repeats page 1
+    comment = comments["1/comment/10022"]
+    assert "Congratulations on receiving the first contribution proposal" in comment.textual_representation()
+    assert [b.entity_type for b in comment.breadcrumbs] == ["JiraProject", "JiraIssueEntity"]
+    assert comment.web_url == f"{SERVER}/browse/HELP-6043?focusedCommentId=10022"
+    assert rsps.calls[0].request.headers["Authorization"] == "Bearer pat-123"  # a Server personal access token
+    assert source.is_full_listing()
+    cursor = source.next_cursor()
+    assert cursor == {"updated": max(i.updated_at for i in issues).isoformat(),
+                      "issues": {"1": ["10022", "10024"], "2": [], "3": []}}
+
+
+def test_cloud_over_oauth_pages_by_token_and_refreshes_an_expired_access_token(rsps):
+    rsps.add("POST", "https://auth.atlassian.com/oauth/token",
+             json={"access_token": "at-2", "refresh_token": "rt-2", "expires_in": 3600, "token_type": "Bearer"})
+    rsps.add("GET", "https://api.atlassian.com/oauth/token/accessible-resources", json=[
+        {"id": "99999999-0000-0000-0000-000000000000", "url": "https://other.atlassian.net", "name": "other",
+         "scopes": ["read:jira-work"], "avatarUrl": ""},
+        {"id": GATEWAY.rsplit("/", 1)[1], "url": CLOUD, "name": "acme", "scopes": ["read:jira-work"],
+         "avatarUrl": ""}])
+    first = {"issues": ISSUES_1["issues"], "nextPageToken": "CAEaAggD", "isLast": False}
+    last = {"issues": ISSUES_2["issues"], "isLast": True}
+    base = {"jql": "project in (HELP)" + ORDER, "fields": FIELDS, "maxResults": "2"}
+    rsps.add("GET", f"{GATEWAY}/rest/api/2/search/jql", json=first, match=[query_param_matcher(base)])
+    rsps.add("GET", f"{GATEWAY}/rest/api/2/search/jql", json=last,
+             match=[query_param_matcher({**base, "nextPageToken": "CAEaAggD"})])
+    add_no_comments(rsps, GATEWAY, ("1", "2", "3"))
+    source = make({"access_token": "at-1", "refresh_token": "rt-1", "expires_at": time.time() - 10,
+                   "client_id": "cid", "client_secret": "cs"}, site_url=CLOUD, projects=["help"])
+    entities = list(source.generate_entities({}))
+
+    assert [e.key for e in entities] == ["HELP-6043", "HELP-6042", "HELP-6041"]
+    assert entities[0].web_url == f"{CLOUD}/browse/HELP-6043"
+    assert parse_qs(rsps.calls[0].request.body)["refresh_token"] == ["rt-1"]
+    assert all(c.request.headers["Authorization"] == "Bearer at-2" for c in rsps.calls[1:])
+
+
+def test_a_429_with_retry_after_is_retried(rsps):
+    rsps.add("GET", f"{SERVER}/rest/api/2/search", status=429, headers={"Retry-After": "0"},
+             body="Rate limit exceeded.")
+    add_server_search(rsps, pages=[{**ISSUES_2, "startAt": 0, "total": 1}])
+    add_no_comments(rsps, ids=("3",))
+    assert [e.key for e in make().generate_entities({})] == ["HELP-6041"]
+    assert rsps.calls[0].response.status_code == 429
+
+
+def test_a_refused_api_token_marks_the_connection_needs_reauth(rsps, make_collection):
+    connection = source_connection_create(
+        collection=make_collection(), short_name="jira", config={"site_url": CLOUD},
+        authentication={"credentials": {"email": "ann@example.com", "api_token": "bad"}}, sync_immediately=False)
+    rsps.add("GET", f"{CLOUD}/rest/api/2/search/jql", status=401,
+             json={"errorMessages": ["You do not have permission to see the specified issue."], "errors": {}})
+    job = sync_job_run(job_id=sync_job_start(source_connection=connection, enqueue=False).id)
+    connection.refresh_from_db()
+    assert (job.status, job.error_category) == ("failed", "invalid_credentials")
+    assert connection.status == SourceConnection.Status.NEEDS_REAUTH
+    assert rsps.calls[0].request.headers["Authorization"].startswith("Basic ")
+
+
+def test_sync_is_searchable_then_an_incremental_run_removes_a_deleted_issue_and_comment(
+        rsps, make_collection, client):
+    add_server_search(rsps)
+    add_comments(rsps)
+    add_no_comments(rsps)
+    connection = source_connection_create(
+        collection=make_collection(), short_name="jira", config={"site_url": SERVER},
+        authentication={"credentials": {"api_token": "pat-123"}}, sync_immediately=False)
+    job = sync_job_run(job_id=sync_job_start(source_connection=connection, enqueue=False).id)
+    assert (job.status, job.entities_inserted) == ("completed", 5)
+    r = client.post("/collections/docs/search/instant", {"query": "contribution proposal approval", "limit": 3},
+                    format="json")
+    assert r.json()["results"][0]["airweave_system_metadata"]["original_entity_id"] == "1/comment/10022"
+    cursor = SyncCursor.objects.get(sync_id=job.sync_id).data
+    assert cursor["updated"] == "2016-03-03T14:32:47+00:00"
+
+    # Next run: issue 1 changed (a comment was deleted), issue 2 was deleted.
+    rsps.reset()
+    changed = copy.deepcopy(ISSUES_1["issues"][0])
+    changed["fields"]["summary"] = "[Fiware-lab-help] FIWARE Lab Assistance (answered)"
+    changed["fields"]["updated"] = "2016-03-05T09:00:00.000+0000"
+    incremental = rsps.add("GET", f"{SERVER}/rest/api/2/search",
+                           json={"startAt": 0, "maxResults": 2, "total": 1, "issues": [changed]})
+    rsps.add("GET", f"{SERVER}/rest/api/2/issue/1/comment",
+             json={**COMMENTS_1, "total": 1, "comments": COMMENTS_1["comments"][:1]})
+    alive = [{"id": i["id"], "key": i["key"], "self": i["self"]} for i in (ALL_ISSUES[0], ALL_ISSUES[2])]
+    add_server_search(rsps, jql=ORDER.strip(), fields="id",
+                      pages=[{"startAt": 0, "maxResults": 2, "total": 2, "issues": alive}])
+    job = sync_job_run(job_id=sync_job_start(source_connection=connection, enqueue=False).id)
+    assert (job.status, job.entities_updated, job.entities_deleted) == ("completed", 2, 2), job.error
+    assert sorted(Entity.objects.filter(source_connection=connection).values_list("entity_id", flat=True)) == [
+        "1", "1/comment/10022", "3"]
+    jql = parse_qs(incremental.calls[0].request.url.split("?", 1)[1])["jql"][0]
+    assert jql.startswith('updated >= "-') and jql.endswith('m"' + ORDER)
+
+
+@pytest.mark.parametrize("site", ["ftp://jira.example.com", "http://127.0.0.1:8080", "https://10.1.2.3", "jira"])
+def test_site_url_must_be_a_public_http_url(site):
+    with pytest.raises(ValueError, match="site_url"):
+        JiraSource.validate_config({"site_url": site})
+
+
+def test_a_private_site_is_refused_at_creation_with_a_422(client, make_collection):
+    make_collection()
+    r = client.post("/source-connections", {"short_name": "jira", "readable_collection_id": "docs",
+                                            "config": {"site_url": "http://192.168.1.20/jira"},
+                                            "authentication": {"credentials": {"api_token": "x"}}}, format="json")
+    assert r.status_code == 422 and "site_url" in json.dumps(r.json())
