@@ -13,6 +13,7 @@ import httpx
 from channels.db import database_sync_to_async
 from mcp.server.mcpserver.exceptions import ToolError
 
+from airweave.api.throttling import rate_limit_consume
 from airweave.collections import selectors
 from airweave.collections.access import principals_for
 from airweave.collections.models import Collection
@@ -90,6 +91,11 @@ class InProcessBackend:
             collection = selectors.collection_get(organization=self.organization, readable_id=readable_id)
         except Collection.DoesNotExist:
             raise ToolError(collection_not_found(readable_id, self._collections())) from None
+        # A search counts against the organization's search rate, as on the REST API.
+        state = rate_limit_consume("search", "AIRWEAVE_SEARCH_RATE_LIMIT", self.organization.pk)
+        if state is not None and not state.allowed:
+            raise ToolError(f"Rate limit exceeded: this organization may search {state.limit} times per window "
+                            f"(AIRWEAVE_SEARCH_RATE_LIMIT); retry in {state.reset} s.")
         principals = self._principals()
         try:
             if args.tier == "instant":

@@ -163,3 +163,16 @@ def test_the_monthly_search_quota_answers_its_message(handbook, settings):
     assert not first.is_error
     assert second.is_error and "Quota exceeded" in second.content[0].text
     assert "AIRWEAVE_QUOTA_SEARCHES_PER_MONTH" in second.content[0].text
+
+
+def test_searches_count_against_the_organizations_search_rate(handbook, settings, counting_cache):
+    settings.AIRWEAVE_SEARCH_RATE_LIMIT = "2/day"
+    server = server_for(handbook["org"])
+
+    async def calls(client):
+        return [await client.call_tool("search-handbook", {"query": "leave", "tier": "instant"}) for _ in range(3)]
+
+    results = session(server, calls)
+    assert [r.is_error for r in results] == [False, False, True]
+    assert "Rate limit exceeded" in results[2].content[0].text
+    assert "AIRWEAVE_SEARCH_RATE_LIMIT" in results[2].content[0].text
