@@ -19,6 +19,7 @@ from airweave.collections.access import principals_for
 from airweave.collections.models import Collection
 from airweave.providers.embeddings import ProviderUnavailable
 from airweave.providers.errors import ProviderError
+from airweave.tenancy.context import actor_for_credential
 from airweave.tenancy.quotas import QuotaExceeded
 from search.agentic import search_agentic
 from search.filters import FilterError
@@ -71,12 +72,26 @@ class InProcessBackend:
     `actor` (an APIKeyActor or OAuthActor) decides what the caller may see: an organization-wide
     key sees the whole organization, a user-bound key or an OAuth token what its user may see
     (airweave.collections.access.principals_for). Without an actor: the whole organization.
+
+    `credential` (the raw key of a long-lived stdio server) is checked again on every call, so a key
+    revoked, expired or whose user left the organization stops working at once, as over HTTP
+    (where every request authenticates anew and no credential is kept).
     """
 
     organization: object
     authentication: str = "api_key"  # or "oauth"
     user_email: str | None = None
     actor: object = None
+    credential: str | None = field(default=None, repr=False)
+
+    def _check_credential(self) -> None:
+        if self.credential is None:
+            return
+        actor = actor_for_credential(self.credential)
+        if actor is None or actor.organization.pk != self.organization.pk:
+            raise ToolError("AIRWEAVE_API_KEY is no longer valid (revoked, expired, or its user left the "
+                            "organization): set a new key and restart the MCP server.")
+        self.actor = actor
 
     def _principals(self) -> list[str] | None:
         if self.actor is None:
@@ -87,6 +102,7 @@ class InProcessBackend:
         return await database_sync_to_async(self._search)(collection, args)
 
     def _search(self, readable_id: str, args: SearchArgs) -> list[dict]:
+        self._check_credential()
         try:
             collection = selectors.collection_get(organization=self.organization, readable_id=readable_id)
         except Collection.DoesNotExist:
@@ -117,6 +133,7 @@ class InProcessBackend:
         return await database_sync_to_async(self._collections)(limit)
 
     def _collections(self, limit: int = LISTED_COLLECTIONS) -> list[dict]:
+        self._check_credential()
         return [{"readable_id": c.readable_id, "name": c.name}
                 for c in selectors.collection_list(organization=self.organization, limit=limit)]
 

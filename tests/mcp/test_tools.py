@@ -176,3 +176,22 @@ def test_searches_count_against_the_organizations_search_rate(handbook, settings
     assert [r.is_error for r in results] == [False, False, True]
     assert "Rate limit exceeded" in results[2].content[0].text
     assert "AIRWEAVE_SEARCH_RATE_LIMIT" in results[2].content[0].text
+
+
+def test_a_long_lived_server_stops_when_its_key_is_revoked(handbook):
+    """stdio keeps one backend for the life of the process: its key is checked on every call."""
+    from airweave.tenancy.context import actor_for_credential
+    from airweave.tenancy.models import APIKey
+    from airweave.tenancy.services import api_key_revoke
+
+    actor = actor_for_credential(handbook["key"])
+    backend = InProcessBackend(organization=handbook["org"], actor=actor, credential=handbook["key"])
+    server = build_server(backend=backend, collection="handbook", transport="stdio")
+
+    async def search(client):
+        return await client.call_tool("search-handbook", {"query": "leave", "tier": "instant", "limit": 1})
+
+    assert not session(server, search).is_error
+    api_key_revoke(api_key=APIKey.objects.get(pk=actor.api_key.pk))
+    refused = session(server, search)
+    assert refused.is_error and "AIRWEAVE_API_KEY is no longer valid" in refused.content[0].text
