@@ -79,6 +79,18 @@ def html_text(fragment: str | None) -> str:
         return ""
 
 
+def chosen_object_types(config: dict, known) -> list[str]:
+    """The config's `object_types`, checked against `known` (names, in order) and de-duplicated.
+
+    Raises ValueError naming the unknown types and the valid ones (validate_config's contract).
+    """
+    unknown = [t for t in config["object_types"] if t not in known]
+    if unknown or not config["object_types"]:
+        raise ValueError(f"config field 'object_types' takes any of {', '.join(known)}"
+                         f"{'; not: ' + ', '.join(unknown) if unknown else ''}")
+    return list(dict.fromkeys(config["object_types"]))
+
+
 def compact(fields: dict) -> dict:
     """`fields` without None, "" and empty lists: the filterable metadata of `raw_source_fields`."""
     return {k: v for k, v in fields.items() if v not in (None, "", [], {})}

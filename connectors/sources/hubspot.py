@@ -30,7 +30,7 @@ from connectors.auth.tokens import BearerAuth
 from connectors.base import AuthFailure, BaseEntity, BaseSource, Breadcrumb, ConfigField
 from connectors.http import HttpError
 from connectors.registry import source
-from connectors.sources._saas import Watermarks, WatermarkSource, compact, html_text, items, parse_time
+from connectors.sources._saas import Watermarks, WatermarkSource, chosen_object_types, compact, html_text, items, parse_time
 
 SEARCH_WINDOW = 10_000  # the search API answers at most this many results per query
 PAGE = 100
@@ -164,11 +164,7 @@ class HubSpotSource(WatermarkSource, BaseSource):
     @classmethod
     def validate_config(cls, config: dict, *, for_api: bool = False) -> dict:
         out = super().validate_config(config, for_api=for_api)
-        unknown = [t for t in out["object_types"] if t not in OBJECT_TYPES]
-        if unknown or not out["object_types"]:
-            raise ValueError(f"config field 'object_types' takes any of {', '.join(OBJECT_TYPES)}"
-                             f"{'; not: ' + ', '.join(unknown) if unknown else ''}")
-        out["object_types"] = list(dict.fromkeys(out["object_types"]))
+        out["object_types"] = chosen_object_types(out, OBJECT_TYPES)
         return out
 
     def http_auth(self):

@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField, SourceError
 from connectors.http import HttpError
 from connectors.registry import source
-from connectors.sources._saas import Watermarks, WatermarkSource, compact, items, parse_time
+from connectors.sources._saas import Watermarks, WatermarkSource, chosen_object_types, compact, items, parse_time
 
 API_VERSION = "v60.0"
 DELETED_LOG_DAYS = 29  # Salesforce keeps deleted-record ids 30 days; one day of margin
@@ -141,11 +141,7 @@ class SalesforceSource(WatermarkSource, BaseSource):
     @classmethod
     def validate_config(cls, config: dict, *, for_api: bool = False) -> dict:
         out = super().validate_config(config, for_api=for_api)
-        unknown = [t for t in out["object_types"] if t not in OBJECT_TYPES]
-        if unknown or not out["object_types"]:
-            raise ValueError(f"config field 'object_types' takes any of {', '.join(OBJECT_TYPES)}"
-                             f"{'; not: ' + ', '.join(unknown) if unknown else ''}")
-        out["object_types"] = list(dict.fromkeys(out["object_types"]))
+        out["object_types"] = chosen_object_types(out, OBJECT_TYPES)
         if out.get("instance_url"):
             parts = urlsplit(out["instance_url"].strip())
             if parts.scheme != "https" or not parts.hostname or parts.path not in ("", "/"):

@@ -27,7 +27,7 @@ from typing import Iterator
 from connectors.auth.tokens import BearerAuth
 from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField
 from connectors.registry import source
-from connectors.sources._saas import Watermarks, WatermarkSource, compact, items, parse_time
+from connectors.sources._saas import Watermarks, WatermarkSource, chosen_object_types, compact, items, parse_time
 
 PAGE = 100
 EVENT_DAYS = 29  # Stripe keeps events 30 days; one day of margin
@@ -123,11 +123,7 @@ class StripeSource(WatermarkSource, BaseSource):
     @classmethod
     def validate_config(cls, config: dict, *, for_api: bool = False) -> dict:
         out = super().validate_config(config, for_api=for_api)
-        unknown = [t for t in out["object_types"] if t not in OBJECT_TYPES]
-        if unknown or not out["object_types"]:
-            raise ValueError(f"config field 'object_types' takes any of {', '.join(OBJECT_TYPES)}"
-                             f"{'; not: ' + ', '.join(unknown) if unknown else ''}")
-        out["object_types"] = list(dict.fromkeys(out["object_types"]))
+        out["object_types"] = chosen_object_types(out, OBJECT_TYPES)
         return out
 
     def http_auth(self):

@@ -1,0 +1,195 @@
+"""Dropbox: the files of a Dropbox (or of one folder of it).
+
+Auth: OAuth 2 with refresh (offline access: `token_access_type=offline` in the provider entry;
+Dropbox does not rotate refresh tokens). API v2: RPC endpoints on api.dropboxapi.com (POST
+with JSON, read-only calls sent as idempotent), content on content.dropboxapi.com.
+
+- Listing: `files/list_folder` (recursive) then `files/list_folder/continue` while `has_more`.
+  Folders are the breadcrumbs of their files. Files are downloaded with `files/download`
+  (GET with the `Dropbox-API-Arg` header, which Dropbox accepts on content-download
+  endpoints); unsupported types, files over AIRWEAVE_MAX_FILE_BYTES and export-only files
+  (Paper docs, `is_downloadable: false`) are skipped entities with the reason.
+- Incremental: the listing's final `cursor` is saved; later runs call `list_folder/continue`
+  with it and receive only the changes. A `deleted` entry (which carries only a path) deletes
+  the file at that path; a deleted *folder* (known from the folder paths kept in the cursor)
+  starts a full listing, since its files are not reported one by one. A `reset` error (409)
+  starts a full listing too.
+
+Entities: DropboxFileEntity, `entity_id` = the file's `path_lower` (the key Dropbox's deletion
+entries carry; a rename or move is a deletion plus a new file). Cursor:
+`{"cursor": "...", "path": "<config path>", "folders": ["/path_lower", ...]}`.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import PurePosixPath
+from typing import Iterator
+from urllib.parse import quote
+
+from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField, FileEntity, SourceError, UnreadableEntity
+from connectors.http import HttpError
+from connectors.registry import source
+from connectors.sources._cloud_files import FileFetcher, extension_of, unsupported_reason
+
+logger = logging.getLogger(__name__)
+CONTENT_URL = "https://content.dropboxapi.com/2/files/download"
+
+
+def _time(value: str | None) -> datetime | None:
+    return datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None
+
+
+@dataclass
+class DropboxFileEntity(FileEntity):
+    """A file of Dropbox."""
+
+    dropbox_id: str = ""
+    rev: str = ""
+    content_hash_dropbox: str = ""
+
+
+@source(
+    name="Dropbox",
+    short_name="dropbox",
+    description="Files of a Dropbox (PDF, Office, text, ...), with folders as breadcrumbs.",
+    auth_methods=("oauth_browser", "oauth_token", "oauth_byoc"),
+    oauth_type="with_refresh",
+    config_fields=(
+        ConfigField("path", "Folder", "string",
+                    "The folder to index, e.g. /Projects; the whole Dropbox when empty.", default=""),
+    ),
+    labels=("File Storage",),
+    entity_types=(DropboxFileEntity,),
+    rate_limit_level="connection",
+    rate_limit="10/second",
+    base_url="https://api.dropboxapi.com/2",
+)
+class DropboxSource(BaseSource):
+    """Lists and downloads Dropbox files; see the module docstring."""
+
+    @classmethod
+    def validate_config(cls, config: dict, *, for_api: bool = False) -> dict:
+        out = super().validate_config(config, for_api=for_api)
+        path = (out.get("path") or "").strip()
+        if path in ("/", ""):
+            path = ""
+        elif not path.startswith("/"):
+            raise ValueError("config field 'path' must start with / (e.g. /Projects), or be empty for the whole Dropbox")
+        out["path"] = path.rstrip("/")
+        return out
+
+    def generate_entities(self, cursor: dict) -> Iterator[BaseEntity]:
+        self._fetcher = FileFetcher(self.http)
+        self._deleted: list[str] = []
+        cursor = cursor or {}
+        path = self.config.get("path", "")
+        saved = cursor.get("cursor") if cursor.get("path", "") == path else None
+        self._folders: set[str] = set(cursor.get("folders") or []) if saved else set()
+        self._full = not saved
+        if saved:
+            try:
+                yield from self._pages(self._continue(saved), incremental=True)
+                return
+            except _Restart as why:
+                logger.info("dropbox: %s; listing everything", why)
+                self._full, self._deleted, self._folders = True, [], set()
+        first = self._rpc("files/list_folder", {"path": path, "recursive": True, "include_deleted": False,
+                                                "include_non_downloadable_files": True, "limit": 2000})
+        yield from self._pages(first, incremental=False)
+
+    def _rpc(self, endpoint: str, body: dict) -> dict:
+        try:
+            return self.http.post(endpoint, json=body, idempotent=True).json()
+        except HttpError as exc:
+            if exc.status == 409:
+                summary = _error_summary(exc)
+                if summary.startswith("reset"):
+                    raise _Restart("the saved cursor was reset by Dropbox") from None
+                if "not_found" in summary:
+                    raise SourceError(f"Dropbox folder '{body.get('path')}' does not exist", "config_error") from None
+            raise
+
+    def _continue(self, cursor: str) -> dict:
+        return self._rpc("files/list_folder/continue", {"cursor": cursor})
+
+    def _pages(self, body: dict, *, incremental: bool) -> Iterator[BaseEntity]:
+        seen = set()
+        while True:
+            for entry in body.get("entries") or []:
+                tag = entry.get(".tag")
+                if tag == "folder":
+                    self._folders.add(entry["path_lower"])
+                elif tag == "deleted":
+                    if incremental:
+                        self._deleted_entry(entry["path_lower"])
+                elif tag == "file":
+                    yield self._entity(entry)
+            self._cursor = body.get("cursor")
+            if not body.get("has_more"):
+                return
+            if self._cursor in seen:
+                raise SourceError("pagination loop: Dropbox repeated a cursor", "pagination_loop")
+            seen.add(self._cursor)
+            body = self._continue(self._cursor)
+
+    def _deleted_entry(self, path_lower: str) -> None:
+        if path_lower in self._folders:
+            raise _Restart(f"the folder {path_lower} was deleted or moved")
+        self._deleted.append(path_lower)
+
+    def _entity(self, entry: dict) -> BaseEntity:
+        name = entry["name"]
+        display = entry.get("path_display") or entry["path_lower"]
+        size = int(entry.get("size") or 0)
+        path, reason = None, unsupported_reason(name)
+        if reason is None and entry.get("is_downloadable") is False:
+            reason = "unsupported file type: export-only (not downloadable)"
+        if reason is None:
+            path, reason = self._fetcher.fetch(CONTENT_URL, suffix=extension_of(name), size=size, headers={
+                "Dropbox-API-Arg": json.dumps({"path": entry.get("id") or entry["path_lower"]})})
+        if reason:
+            return UnreadableEntity(entity_id=entry["path_lower"], name=name, reason=reason)
+        parent = str(PurePosixPath(display).parent)
+        return DropboxFileEntity(
+            entity_id=entry["path_lower"], name=name, breadcrumbs=_breadcrumbs(display),
+            created_at=_time(entry.get("client_modified")), updated_at=_time(entry.get("server_modified")),
+            web_url=f"https://www.dropbox.com/home{quote(parent if parent != '/' else '')}?preview={quote(name)}",
+            path=path, size=size, dropbox_id=entry.get("id") or "",
+            rev=entry.get("rev") or "", content_hash_dropbox=entry.get("content_hash") or "",
+            raw_source_fields={"path": display, "dropbox_id": entry.get("id"), "size": size,
+                               "content_hash": entry.get("content_hash"), "rev": entry.get("rev"),
+                               "extension": extension_of(name)},
+        )
+
+    def is_full_listing(self) -> bool:
+        return self._full
+
+    def deleted_entity_ids(self) -> list[str]:
+        return self._deleted
+
+    def next_cursor(self) -> dict:
+        if not getattr(self, "_cursor", None):
+            return {}
+        return {"cursor": self._cursor, "path": self.config.get("path", ""), "folders": sorted(self._folders)}
+
+
+class _Restart(Exception):
+    """The incremental run cannot go on: list everything instead."""
+
+
+def _error_summary(exc: HttpError) -> str:
+    try:
+        return json.loads(exc.body or "{}").get("error_summary") or ""
+    except (ValueError, AttributeError):
+        return ""
+
+
+def _breadcrumbs(path_display: str) -> list[Breadcrumb]:
+    crumbs, parts = [], PurePosixPath(path_display).parts[1:-1]
+    for depth in range(len(parts)):
+        folder = "/" + "/".join(parts[: depth + 1])
+        crumbs.append(Breadcrumb(folder.lower(), parts[depth], "DropboxFolder"))
+    return crumbs
