@@ -459,3 +459,17 @@ def test_authorization_with_unprintable_parameters_is_refused_on_the_page(anon, 
     for response in (browser.get(url), browser.post(url, {"action": "allow"})):
         assert response.status_code == 400 and "printable ASCII" in response.content.decode()
     assert not OAuthToken.objects.exists()
+
+
+def test_an_oauth_token_reads_but_never_mints_rotates_or_revokes_api_keys(anon, tokens, org):
+    from airweave.tenancy.services import api_key_create
+
+    existing = api_key_create(organization=org).api_key
+    auth = {"HTTP_AUTHORIZATION": f"Bearer {tokens['access_token']}"}
+    assert anon.get("/api-keys", **auth).status_code == 200
+    for response in (anon.post("/api-keys", {}, format="json", **auth),
+                     anon.post(f"/api-keys/{existing.id}/rotate", {}, format="json", **auth),
+                     anon.delete(f"/api-keys/{existing.id}", **auth)):
+        assert response.status_code == 403 and "OAuth access token" in response.json()["detail"]
+    existing.refresh_from_db()
+    assert existing.revoked_at is None
