@@ -4,7 +4,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from connectors.base import BaseSource
+from connectors.base import BaseSource, SourceError
 
 _SOURCES: dict[str, type[BaseSource]] = {}
 
@@ -54,13 +54,20 @@ def source_for_connection(connection) -> BaseSource:
 
     The context carries the organization and connection ids (rate-limit keys) and a credential
     store that persists refreshed tokens and marks the connection `needs_reauth`. Raises
-    KeyError for an unknown source. Call `close()` on the instance when done.
+    KeyError for an unknown source, and SourceError ("config_error") when no key of
+    AIRWEAVE_FERNET_KEYS decrypts its credentials. Call `close()` on the instance when done.
     """
-    from airweave.crypto import decrypt_json
+    from airweave.crypto import InvalidToken, decrypt_json
     from connectors.auth.store import ConnectionCredentialStore
     from connectors.base import SourceContext
 
-    credentials = {k: v for k, v in decrypt_json(connection.encrypted_credentials).items() if not k.startswith("_")}
+    try:
+        stored = decrypt_json(connection.encrypted_credentials)
+    except InvalidToken:
+        raise SourceError("the credentials of this connection decrypt with none of AIRWEAVE_FERNET_KEYS: a process "
+                          "runs without the key they were written with (restart it with every key of the rotation, "
+                          "see the README's Credentials at rest)", category="config_error") from None
+    credentials = {k: v for k, v in stored.items() if not k.startswith("_")}
     source = get_source(connection.short_name)(connection.config, credentials)
     source.context = SourceContext(organization_id=connection.organization_id, source_connection_id=connection.id,
                                    credential_store=ConnectionCredentialStore(connection.id))

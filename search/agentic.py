@@ -21,7 +21,7 @@ from airweave.providers.factory import chain_for
 from airweave.tenancy.quotas import search_quota_consume
 from search.agent_tools import AgentToolbox
 from search.filters import parse_filter_groups
-from search.instant import SearchRequestError
+from search.instant import SearchRequestError, query_text
 from search.results import v2_candidate
 
 SYSTEM = ("You are a research agent searching one document collection to find every result that answers the "
@@ -47,11 +47,7 @@ def search_agentic(*, collection: Collection, query: str, principals: list[str] 
     Raises SearchRequestError / FilterError on bad input, and QuotaExceeded past the
     organization's monthly searches (one agentic run counts one search).
     """
-    query = (query or "").strip()
-    if not query:
-        raise SearchRequestError("query must not be empty", ["query"])
-    if "\x00" in query:
-        raise SearchRequestError("query must not contain NUL (\\u0000) characters", ["query"])
+    query = query_text(query)
     if not 1 <= limit <= 1000:
         raise SearchRequestError("limit must be between 1 and 1000", ["limit"])
     parse_filter_groups(filter_groups)  # validate before anything runs

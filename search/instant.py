@@ -25,6 +25,20 @@ class SearchRequestError(ValueError):
         self.loc = loc
 
 
+def query_text(raw: str | None) -> str:
+    """A search query as every tier takes it: stripped of surrounding whitespace.
+
+    Raises SearchRequestError (loc ["query"]) when it is empty or holds a NUL character (which
+    PostgreSQL text cannot take). Every face (REST, websocket, MCP, commands) reaches this check.
+    """
+    query = (raw or "").strip()
+    if not query:
+        raise SearchRequestError("query must not be empty", ["query"])
+    if "\x00" in query:
+        raise SearchRequestError("query must not contain NUL (\\u0000) characters", ["query"])
+    return query
+
+
 @dataclass
 class InstantSearchRequest:
     query: str
@@ -48,11 +62,7 @@ def search_instant(*, collection: Collection, request: InstantSearchRequest,
     organization-wide caller, no access filter). Raises SearchRequestError or FilterError, and
     QuotaExceeded past the organization's monthly searches.
     """
-    query = (request.query or "").strip()
-    if not query:
-        raise SearchRequestError("query must not be empty", ["query"])
-    if "\x00" in query:
-        raise SearchRequestError("query must not contain NUL (\\u0000) characters", ["query"])
+    query = query_text(request.query)
     if len(query) > MAX_QUERY_CHARS:
         raise SearchRequestError(f"query must be at most {MAX_QUERY_CHARS} characters", ["query"])
     if request.retrieval_strategy not in STRATEGIES:

@@ -14,7 +14,7 @@ from airweave.providers.catalog import search_defaults
 from airweave.tenancy.quotas import search_quota_consume
 from search.factory import build_chains, build_operations
 from search.filters import parse_filter_groups, parse_qdrant_filter
-from search.instant import SearchRequestError
+from search.instant import SearchRequestError, query_text
 from search.operations.base import Context
 from search.orchestrator import run_pipeline
 from search.results import pipeline_result, v2_candidate
@@ -75,11 +75,7 @@ def search_prepare(*, collection: Collection, request: PipelineRequest,
     strategy = STRATEGY_ALIASES.get(strategy, strategy)
     if strategy not in ("hybrid", "semantic", "keyword"):
         raise SearchRequestError("retrieval_strategy must be hybrid, neural (semantic) or keyword", ["retrieval_strategy"])
-    query = (request.query or "").strip()
-    if not query:
-        raise SearchRequestError("query must not be empty", ["query"])
-    if "\x00" in query:
-        raise SearchRequestError("query must not contain NUL (\\u0000) characters", ["query"])
+    query = query_text(request.query)
     limit = request.limit if request.limit is not None else int(defaults["limit"])
     if not 1 <= limit <= 1000:
         raise SearchRequestError("limit must be between 1 and 1000", ["limit"])

@@ -28,6 +28,16 @@ from search.streams import stream_from_thread
 # subclass (uvicorn's ClientDisconnected); daphne raises autobahn's Disconnected, a RuntimeError.
 CLIENT_GONE = (OSError, RuntimeError)
 
+NOT_AUTHENTICATED, NOT_FOUND = 4401, 4404
+
+
+async def refuse(consumer: AsyncJsonWebsocketConsumer, code: int) -> None:
+    """End a connection with close code 4401 (no valid credential) or 4404 (not found, or another
+    organization's). The handshake is accepted first: a socket closed before it answers HTTP 403 to
+    every client, which could then not tell a bad key from a missing collection."""
+    await consumer.accept()
+    await consumer.close(code=code)
+
 
 class SyncJobConsumer(AsyncJsonWebsocketConsumer):
     """Streams one sync job's events; a `heartbeat` after AIRWEAVE_HEARTBEAT_SECONDS of silence."""
@@ -39,7 +49,8 @@ class SyncJobConsumer(AsyncJsonWebsocketConsumer):
         organization = self.scope.get("organization")
         job_id = str(self.scope["url_route"]["kwargs"]["job_id"])
         if organization is None or await job_snapshot(organization, job_id) is None:
-            await self.close(code=4401 if organization is None else 4404)
+            self.closed = True
+            await refuse(self, NOT_AUTHENTICATED if organization is None else NOT_FOUND)
             return
         self.stream = EventStream()
         self.group = sync_job_group(job_id)
@@ -84,16 +95,18 @@ class SearchConsumer(AsyncJsonWebsocketConsumer):
     async def connect(self):
         organization = self.scope.get("organization")
         if organization is None:
-            await self.close(code=4401)
+            await refuse(self, NOT_AUTHENTICATED)
             return
         self.collection = await database_sync_to_async(collection_find)(
             organization=organization, readable_id=self.scope["url_route"]["kwargs"]["readable_id"])
         if self.collection is None:
-            await self.close(code=4404)
+            await refuse(self, NOT_FOUND)
             return
         await self.accept()
 
     async def receive(self, text_data=None, bytes_data=None, **kwargs):
+        if getattr(self, "collection", None) is None:
+            return  # refused (see connect): a message that raced the close frame is ignored
         try:
             content = json.loads(text_data or bytes_data or "")
         except (ValueError, RecursionError):

@@ -37,3 +37,19 @@ def request_principals(request) -> list[str] | None:
     if not hasattr(request, "_principals"):
         request._principals = principals_for(actor=request.user, organization=request.organization)
     return request._principals
+
+
+class NoAPIKeyChangesByOAuth(permissions.BasePermission):
+    """Refuses creating, rotating and revoking API keys with an OAuth access token.
+
+    A token is granted to a client on the consent page for searching and reading as its user; a
+    key it minted would outlive the revocation of that grant. Reading keys stays allowed.
+    """
+
+    message = ("An OAuth access token cannot create, rotate or revoke API keys: use your session at "
+               "/accounts/ or an API key.")
+
+    def has_permission(self, request, view):
+        from airweave.tenancy.context import OAuthActor
+
+        return request.method in permissions.SAFE_METHODS or not isinstance(request.user, OAuthActor)

@@ -33,6 +33,7 @@ class RateLimitState:
     limit: int
     remaining: int
     reset: int
+    allowed: bool = True
 
 
 def parse_rate(rate: str | None) -> tuple[int, int] | None:
@@ -46,6 +47,32 @@ def parse_rate(rate: str | None) -> tuple[int, int] | None:
         raise ImproperlyConfigured(f"bad rate {rate!r}: write it as <requests>/<second|minute|hour|day>") from None
 
 
+def rate_limit_consume(scope: str, setting: str, organization_pk, now: float | None = None) -> RateLimitState | None:
+    """Count one request of the organization `organization_pk` in the window of the rate named by
+    `setting` (e.g. AIRWEAVE_SEARCH_RATE_LIMIT), counted under `scope` ("api", "search").
+
+    Returns the window's state after this request (`remaining` 0 and `allowed` false once past the
+    limit), or None when the setting is empty (no limit). Every face (REST, MCP) counts here, so
+    an organization has one budget whatever it calls. Raises ImproperlyConfigured for a bad rate.
+    """
+    rate = parse_rate(getattr(settings, setting, ""))
+    if rate is None:
+        return None
+    limit, duration = rate
+    now = time.time() if now is None else now
+    window = int(now // duration)
+    key = f"airweave:throttle:{scope}:{organization_pk}:{duration}:{window}"
+    cache = caches[getattr(settings, "AIRWEAVE_RATE_LIMIT_CACHE", "default")]
+    cache.add(key, 0, timeout=duration + 1)
+    try:
+        count = cache.incr(key)
+    except ValueError:  # expired between add and incr, or a cache that keeps nothing (DummyCache)
+        cache.set(key, 1, timeout=duration + 1)
+        count = 1
+    reset = max(1, math.ceil((window + 1) * duration - now))
+    return RateLimitState(limit=limit, remaining=max(0, limit - count), reset=reset, allowed=count <= limit)
+
+
 class OrganizationRateThrottle(BaseThrottle):
     """Limits the requests of one organization (all its keys and users together) per window."""
 
@@ -57,27 +84,16 @@ class OrganizationRateThrottle(BaseThrottle):
         return True
 
     def allow_request(self, request, view) -> bool:
-        rate = parse_rate(getattr(settings, self.setting, ""))
         organization = getattr(request, "organization", None)
-        if rate is None or organization is None or not self.applies(view):
+        if organization is None or not self.applies(view):
             return True
-        limit, duration = rate
-        now = self.timer()
-        window = int(now // duration)
-        key = f"airweave:throttle:{self.scope}:{organization.pk}:{duration}:{window}"
-        cache = caches[getattr(settings, "AIRWEAVE_RATE_LIMIT_CACHE", "default")]
-        cache.add(key, 0, timeout=duration + 1)
-        try:
-            count = cache.incr(key)
-        except ValueError:  # expired between add and incr, or a cache that keeps nothing (DummyCache)
-            cache.set(key, 1, timeout=duration + 1)
-            count = 1
-        reset = max(1, math.ceil((window + 1) * duration - now))
-        state = RateLimitState(limit=limit, remaining=max(0, limit - count), reset=reset)
+        state = rate_limit_consume(self.scope, self.setting, organization.pk, now=self.timer())
+        if state is None:
+            return True
         states = getattr(request._request, REQUEST_ATTRIBUTE, [])
         setattr(request._request, REQUEST_ATTRIBUTE, [*states, state])
-        self._wait = reset
-        return count <= limit
+        self._wait = state.reset
+        return state.allowed
 
     def wait(self) -> float | None:
         return getattr(self, "_wait", None)

@@ -6,10 +6,17 @@ postings (KeywordPosting) are the one model not listed: Django's admin refuses m
 composite primary key (AdminSite.register raises), and they are one row per chunk and term,
 millions of them; KeywordStats summarises them.
 """
+from django import forms
+from django.conf import settings
 from django.contrib import admin
 from django.db.models import Count
 
 from airweave.collections.models import AccessGroupMembership, Chunk, Collection, Entity, KeywordStats, SyncCursor
+from airweave.collections.selectors import collection_find
+from airweave.collections.services import (
+    CollectionError, collection_create, collection_name_check, collection_params_check, collection_update,
+)
+from airweave.providers.catalog import embedding_models
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -22,6 +29,39 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         return False
 
 
+class CollectionForm(forms.ModelForm):
+    """A collection as the services check it (collection_params_check): on creation the embedding
+    model is chosen from the catalog (its vector size follows) and an empty readable id is made
+    from the name; afterwards only the name and sync_config change."""
+
+    class Meta:
+        model = Collection
+        fields = ["organization", "name", "readable_id", "embedding_model_name", "sync_config"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.params = None
+
+    def clean(self):
+        cleaned = super().clean()
+        try:
+            if not self.instance._state.adding:  # only the name and sync_config change after creation
+                if "name" in cleaned:
+                    cleaned["name"] = collection_name_check(cleaned["name"])
+                return cleaned
+            if self.errors:
+                return cleaned
+            self.params = collection_params_check(name=cleaned.get("name"), readable_id=cleaned.get("readable_id") or None,
+                                                  embedding_model_name=cleaned.get("embedding_model_name") or None)
+        except CollectionError as exc:
+            self.add_error(exc.field if exc.field in self.fields else None, str(exc))
+            return cleaned
+        if collection_find(organization=cleaned["organization"], readable_id=self.params.readable_id):
+            self.add_error("readable_id", f"a collection with readable_id '{self.params.readable_id}' already exists "
+                                          "in this organization")
+        return cleaned
+
+
 @admin.register(Collection)
 class CollectionAdmin(admin.ModelAdmin):
     list_display = ["readable_id", "name", "organization", "embedding_model_name", "vector_size",
@@ -31,6 +71,7 @@ class CollectionAdmin(admin.ModelAdmin):
     readonly_fields = ["embedding_model_name", "vector_size", "created_at", "modified_at", "created_by",
                        "modified_by"]
     list_select_related = ["organization"]
+    form = CollectionForm
 
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(connections=Count("source_connections"))
@@ -39,9 +80,36 @@ class CollectionAdmin(admin.ModelAdmin):
     def connection_count(self, obj) -> int:
         return getattr(obj, "connections", 0)
 
+    def formfield_for_dbfield(self, db_field, request, **kwargs):
+        if db_field.name == "embedding_model_name":
+            return forms.ChoiceField(label="Embedding model", choices=[(n, n) for n in sorted(embedding_models())],
+                                     initial=settings.AIRWEAVE_DEFAULT_EMBEDDING_MODEL,
+                                     help_text="Pinned at creation: every chunk is embedded with it.")
+        field = super().formfield_for_dbfield(db_field, request, **kwargs)
+        if db_field.name == "readable_id" and field is not None:
+            field.required = False
+            field.help_text = "Lowercase letters and digits separated by hyphens; empty: made from the name."
+        return field
+
     def get_readonly_fields(self, request, obj=None):
-        # The embedding model is pinned at creation; a new collection may pick one.
-        return self.readonly_fields if obj else ["created_at", "modified_at", "created_by", "modified_by"]
+        # The organization, readable id and embedding model are pinned at creation; a new collection picks them.
+        if obj:
+            return ["organization", "readable_id", *self.readonly_fields]
+        return ["vector_size", "created_at", "modified_at", "created_by", "modified_by"]
+
+    def save_model(self, request, obj, form, change):
+        """Saves through the services, with their checks (the same as POST and PATCH /collections)."""
+        data = form.cleaned_data
+        if change:
+            collection_update(collection=obj, name=data["name"], sync_config=data.get("sync_config"),
+                              modified_by=request.user)
+            return
+        params = form.params
+        created = collection_create(organization=data["organization"], name=params.name,
+                                    readable_id=params.readable_id, embedding_model_name=params.embedding_model_name,
+                                    sync_config=data.get("sync_config"), created_by=request.user)
+        obj.pk = created.pk
+        obj.refresh_from_db()
 
 
 @admin.register(Entity)

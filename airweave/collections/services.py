@@ -43,15 +43,34 @@ def readable_id_from_name(name: str) -> str:
     return f"{slug[:100]}-{_random_suffix()}"
 
 
-def collection_create(*, organization, name: str, readable_id: str | None = None, sync_config: dict | None = None,
-                      embedding_model_name: str | None = None, created_by=None) -> Collection:
-    """Create a collection, pinning its embedding model and vector size.
+@dataclass(frozen=True)
+class CollectionParams:
+    """Checked input of a new collection: its name, readable id and pinned embedding model."""
 
-    Raises CollectionError (bad name, readable_id or model) and CollectionConflict (readable_id taken).
-    """
+    name: str
+    readable_id: str
+    embedding_model_name: str
+    vector_size: int
+
+
+def collection_name_check(name: str | None) -> str:
+    """The stripped name. Raises CollectionError unless it is 4 to 64 characters long."""
     name = (name or "").strip()
     if not 4 <= len(name) <= 64:
         raise CollectionError("name must be 4 to 64 characters long", "name")
+    return name
+
+
+def collection_params_check(*, name: str, readable_id: str | None = None,
+                            embedding_model_name: str | None = None) -> CollectionParams:
+    """Check a new collection's input (every face that creates one: REST, admin, commands).
+
+    `readable_id` None makes one from the name; `embedding_model_name` None takes
+    AIRWEAVE_DEFAULT_EMBEDDING_MODEL. Raises CollectionError naming the field (bad name,
+    readable_id, unknown model or a dimension without a vector index). Uniqueness is checked
+    when the row is written.
+    """
+    name = collection_name_check(name)
     if readable_id is None:
         readable_id = readable_id_from_name(name)
     elif not READABLE_ID_RE.match(readable_id) or len(readable_id) > 128:
@@ -66,25 +85,33 @@ def collection_create(*, organization, name: str, readable_id: str | None = None
         raise CollectionError(str(exc.args[0]), "embedding_model_name") from None
     if model.dimensions not in indexed_dimensions():
         raise CollectionError(f"no vector index for {model.dimensions} dimensions", "embedding_model_name")
+    return CollectionParams(name=name, readable_id=readable_id, embedding_model_name=model.name,
+                            vector_size=model.dimensions)
+
+
+def collection_create(*, organization, name: str, readable_id: str | None = None, sync_config: dict | None = None,
+                      embedding_model_name: str | None = None, created_by=None) -> Collection:
+    """Create a collection, pinning its embedding model and vector size.
+
+    Raises CollectionError (bad name, readable_id or model) and CollectionConflict (readable_id taken).
+    """
+    params = collection_params_check(name=name, readable_id=readable_id, embedding_model_name=embedding_model_name)
     try:
         with transaction.atomic():
             return Collection.objects.create(
-                organization=organization, name=name, readable_id=readable_id, sync_config=sync_config,
-                embedding_model_name=model.name, vector_size=model.dimensions,
+                organization=organization, name=params.name, readable_id=params.readable_id, sync_config=sync_config,
+                embedding_model_name=params.embedding_model_name, vector_size=params.vector_size,
                 created_by=created_by, modified_by=created_by,
             )
     except IntegrityError:
-        raise CollectionConflict(f"a collection with readable_id '{readable_id}' already exists") from None
+        raise CollectionConflict(f"a collection with readable_id '{params.readable_id}' already exists") from None
 
 
 def collection_update(*, collection: Collection, name: str | None = None, sync_config: dict | None = None,
                       modified_by=None) -> Collection:
     """Rename a collection or change its sync_config. Raises CollectionError."""
     if name is not None:
-        name = name.strip()
-        if not 4 <= len(name) <= 64:
-            raise CollectionError("name must be 4 to 64 characters long", "name")
-        collection.name = name
+        collection.name = collection_name_check(name)
     if sync_config is not None:
         collection.sync_config = sync_config
     collection.modified_by = modified_by or collection.modified_by

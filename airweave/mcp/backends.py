@@ -13,11 +13,14 @@ import httpx
 from channels.db import database_sync_to_async
 from mcp.server.mcpserver.exceptions import ToolError
 
+from airweave.api.throttling import rate_limit_consume
 from airweave.collections import selectors
 from airweave.collections.access import principals_for
 from airweave.collections.models import Collection
 from airweave.providers.embeddings import ProviderUnavailable
 from airweave.providers.errors import ProviderError
+from airweave.tenancy.context import actor_for_credential
+from airweave.tenancy.quotas import QuotaExceeded
 from search.agentic import search_agentic
 from search.filters import FilterError
 from search.instant import InstantSearchRequest, SearchRequestError, search_instant
@@ -54,6 +57,8 @@ class SearchBackend(Protocol):
 
 
 def _search_error(exc: Exception) -> ToolError:
+    if isinstance(exc, QuotaExceeded):
+        return ToolError(str(exc))  # names the limit and the setting that raises it
     if isinstance(exc, (SearchRequestError, FilterError)):
         where = ".".join(str(p) for p in exc.loc)
         return ToolError(f"Invalid {where}: {exc}" if where else f"Invalid request: {exc}")
@@ -67,12 +72,26 @@ class InProcessBackend:
     `actor` (an APIKeyActor or OAuthActor) decides what the caller may see: an organization-wide
     key sees the whole organization, a user-bound key or an OAuth token what its user may see
     (airweave.collections.access.principals_for). Without an actor: the whole organization.
+
+    `credential` (the raw key of a long-lived stdio server) is checked again on every call, so a key
+    revoked, expired or whose user left the organization stops working at once, as over HTTP
+    (where every request authenticates anew and no credential is kept).
     """
 
     organization: object
     authentication: str = "api_key"  # or "oauth"
     user_email: str | None = None
     actor: object = None
+    credential: str | None = field(default=None, repr=False)
+
+    def _check_credential(self) -> None:
+        if self.credential is None:
+            return
+        actor = actor_for_credential(self.credential)
+        if actor is None or actor.organization.pk != self.organization.pk:
+            raise ToolError("AIRWEAVE_API_KEY is no longer valid (revoked, expired, or its user left the "
+                            "organization): set a new key and restart the MCP server.")
+        self.actor = actor
 
     def _principals(self) -> list[str] | None:
         if self.actor is None:
@@ -83,10 +102,16 @@ class InProcessBackend:
         return await database_sync_to_async(self._search)(collection, args)
 
     def _search(self, readable_id: str, args: SearchArgs) -> list[dict]:
+        self._check_credential()
         try:
             collection = selectors.collection_get(organization=self.organization, readable_id=readable_id)
         except Collection.DoesNotExist:
             raise ToolError(collection_not_found(readable_id, self._collections())) from None
+        # A search counts against the organization's search rate, as on the REST API.
+        state = rate_limit_consume("search", "AIRWEAVE_SEARCH_RATE_LIMIT", self.organization.pk)
+        if state is not None and not state.allowed:
+            raise ToolError(f"Rate limit exceeded: this organization may search {state.limit} times per window "
+                            f"(AIRWEAVE_SEARCH_RATE_LIMIT); retry in {state.reset} s.")
         principals = self._principals()
         try:
             if args.tier == "instant":
@@ -101,13 +126,14 @@ class InProcessBackend:
                                      principals=principals,
                                      limit=min(1000, args.offset + args.limit), thinking=args.thinking).results
             return results[args.offset:args.offset + args.limit]
-        except (SearchRequestError, FilterError, ProviderUnavailable, ProviderError) as exc:
+        except (SearchRequestError, FilterError, QuotaExceeded, ProviderUnavailable, ProviderError) as exc:
             raise _search_error(exc) from None
 
     async def collections(self, limit: int = LISTED_COLLECTIONS) -> list[dict]:
         return await database_sync_to_async(self._collections)(limit)
 
     def _collections(self, limit: int = LISTED_COLLECTIONS) -> list[dict]:
+        self._check_credential()
         return [{"readable_id": c.readable_id, "name": c.name}
                 for c in selectors.collection_list(organization=self.organization, limit=limit)]
 

@@ -2,6 +2,7 @@
 
 Stateless: every request authenticates, builds a fresh server for its caller and collection, and
 answers with JSON (no session survives the request, so any web process can serve any request).
+Only POST is served: GET (a stream of server messages) and DELETE (ending a session) answer 405.
 
 Authentication: `X-API-Key` first, else `Authorization: Bearer` with an API key or an OAuth
 access token issued by this server. No or a bad credential answers 401 with a `WWW-Authenticate`
@@ -16,13 +17,14 @@ from __future__ import annotations
 import json
 from urllib.parse import parse_qs
 
-from asgiref.sync import ThreadSensitiveContext
+from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from channels.db import database_sync_to_async
 from django.conf import settings
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from starlette.datastructures import Headers
 from starlette.requests import Request
 
+from airweave.api.throttling import rate_limit_consume
 from airweave.mcp.backends import InProcessBackend
 from airweave.mcp.tools import build_server
 from airweave.oauth.metadata import MCP_PATH, protected_resource_metadata_url, public_base_url
@@ -103,6 +105,19 @@ async def mcp_app(scope, receive, send) -> None:
         if backend is None:
             return await _unauthorized(scope, send, headers, "Invalid, expired or revoked API key or access token.",
                                        invalid=True)
+        if scope.get("method") != "POST":
+            # Stateless: there is no session to stream server messages on (GET would hang open
+            # forever) or to end (DELETE); the spec lets such a server answer 405.
+            return await _send_json(send, 405, {"detail": "This MCP endpoint is stateless: send JSON-RPC "
+                                                          "requests with POST."}, [(b"allow", b"POST")])
+        # The organization's request budget (AIRWEAVE_RATE_LIMIT) is shared with the REST API.
+        state = await sync_to_async(rate_limit_consume)("api", "AIRWEAVE_RATE_LIMIT", backend.organization.pk)
+        if state is not None and not state.allowed:
+            return await _send_json(send, 429, {"detail": f"Rate limit exceeded: at most {state.limit} requests per "
+                                                          f"window for this organization; retry in {state.reset} s."},
+                                    [(b"retry-after", str(state.reset).encode()),
+                                     (b"ratelimit-limit", str(state.limit).encode()), (b"ratelimit-remaining", b"0"),
+                                     (b"ratelimit-reset", str(state.reset).encode())])
         try:
             server = build_server(backend=backend, collection=_collection(scope, headers), transport="streamable-http")
         except ValueError as exc:

@@ -142,6 +142,10 @@ def redirect_uri_problem(uri) -> str | None:
     """Why `uri` cannot be registered as a redirect URI, or None when it can (OAuth 2.1 §2.3.1)."""
     if not isinstance(uri, str) or not uri or len(uri) > MAX_URI_CHARS:
         return f"redirect URIs must be strings of 1 to {MAX_URI_CHARS} characters"
+    if not all("\x21" <= c <= "\x7e" and c not in '"\\<>' for c in uri):
+        # RFC 3986: a URI is ASCII; anything else is percent-encoded (and never echoed back here).
+        return "redirect URIs must be ASCII without spaces, quotes, backslashes, angle brackets or control " \
+               "characters (percent-encode them, RFC 3986)"
     try:
         parts = urlsplit(uri)
         parts.port  # noqa: B018  (raises ValueError on a malformed port)

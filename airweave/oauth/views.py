@@ -5,8 +5,11 @@ organization the agent may act for, showing that organization's collections.
 """
 from __future__ import annotations
 
+import base64
+import binascii
 import functools
 import json
+import re
 from urllib.parse import urlsplit
 
 from authlib.oauth2.rfc6749 import OAuth2Error
@@ -49,12 +52,47 @@ def cors_public(view):
     return wrapped
 
 
+# RFC 6749 Appendix A: every parameter of these endpoints (client_id, code, state, redirect_uri,
+# code_verifier, tokens, ...) is printable ASCII; client credentials in HTTP Basic too (§2.3.1).
+_PRINTABLE_ASCII = re.compile(r"[\x20-\x7e]*")
+
+
+def unprintable_parameter(request) -> str | None:
+    """The name of the first query or form parameter of `request` that is not printable ASCII
+    (RFC 6749 Appendix A), "Authorization" for undecodable HTTP Basic client credentials, or None.
+
+    Refused up front: such values (a NUL, a control character, non-ASCII text) cannot be stored by
+    PostgreSQL or echoed in an OAuth error by the library, and no conforming client sends them.
+    """
+    for params in (request.GET, request.POST):
+        for name, values in params.lists():
+            if not all(_PRINTABLE_ASCII.fullmatch(v) for v in (name, *values)):
+                return name if _PRINTABLE_ASCII.fullmatch(name) else "(a parameter name)"
+    header = request.headers.get("Authorization", "")
+    if header[:6].lower() == "basic ":
+        try:
+            decoded = base64.b64decode(header[6:].strip(), validate=True).decode("ascii")
+        except (binascii.Error, ValueError):
+            return "Authorization"
+        if not _PRINTABLE_ASCII.fullmatch(decoded):
+            return "Authorization"
+    return None
+
+
+def _bad_parameter_description(name: str) -> str:
+    return f"{name} must be printable ASCII (RFC 6749 Appendix A): no control, NUL or non-ASCII characters"
+
+
 def oauth_endpoint(view):
-    """A machine-facing OAuth endpoint: no CSRF (no cookies), CORS for browser agents, and a JSON
-    400 instead of a crash when TLS is missing (authlib refuses plain http except on loopback)."""
+    """A machine-facing OAuth endpoint: no CSRF (no cookies), CORS for browser agents, a JSON 400
+    for parameters that are not printable ASCII, and a JSON 400 instead of a crash when TLS is
+    missing (authlib refuses plain http except on loopback)."""
 
     @functools.wraps(view)
     def wrapped(request, *args, **kwargs):
+        if request.method != "OPTIONS" and (bad := unprintable_parameter(request)):
+            error, status = ("invalid_client", 401) if bad == "Authorization" else ("invalid_request", 400)
+            return JsonResponse({"error": error, "error_description": _bad_parameter_description(bad)}, status=status)
         try:
             return view(request, *args, **kwargs)
         except InsecureTransportError:
@@ -108,12 +146,47 @@ def register(request):
     """RFC 7591 dynamic client registration: JSON client metadata → 201 client information."""
     try:
         body = json.loads(request.body or b"null")
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         body = None
     if not isinstance(body, dict):
         return JsonResponse({"error": "invalid_client_metadata",
                              "error_description": "the body must be a JSON object of client metadata"}, status=400)
+    try:
+        field = _unstorable_text(body)
+    except RecursionError:
+        field = ""
+    if field is not None:
+        return JsonResponse({"error": "invalid_client_metadata",
+                             "error_description": f"{field or 'a key'} must not contain NUL characters or unpaired "
+                                                  "surrogates (\\u0000, \\ud800)"}, status=400)
     return server.create_endpoint_response("client_registration", request)
+
+
+def _unstorable_text(value, path: str = "") -> str | None:
+    """Where the first string or key of a parsed JSON value holds what PostgreSQL cannot store (a NUL
+    character or an unpaired surrogate): a dotted path such as `redirect_uris.0` ("" for a top-level
+    key), or None."""
+    if isinstance(value, str):
+        return path if "\x00" in value or _has_surrogate(value) else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if "\x00" in key or _has_surrogate(key):
+                return path
+            if (found := _unstorable_text(item, f"{path}.{key}" if path else key)) is not None:
+                return found
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            if (found := _unstorable_text(item, f"{path}.{index}")) is not None:
+                return found
+    return None
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 @oauth_endpoint
@@ -145,6 +218,9 @@ def authorize(request):
     Errors are sent back to the client's redirect URI only once that URI is known to be registered;
     otherwise (unknown client, bad redirect URI, no TLS) they are shown here.
     """
+    if bad := unprintable_parameter(request):
+        return render(request, "oauth/error.html", {"error": "invalid_request",
+                                                    "description": _bad_parameter_description(bad)}, status=400)
     try:
         grant = server.get_consent_grant(request, end_user=request.user)
     except OAuth2Error as error:

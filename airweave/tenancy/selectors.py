@@ -1,11 +1,21 @@
 """Reads of tenancy data. Everything of an organization is read through `scoped`."""
 from __future__ import annotations
 
+from django.core.exceptions import ValidationError
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from airweave.tenancy.models import APIKey, Invitation, Membership
 from airweave.tenancy.scoping import scoped
+
+
+def _get(queryset: QuerySet, id):
+    """The row of `queryset` with primary key `id`. A malformed id (not a UUID or an integer, as the
+    model's key needs; ids come from forms and URLs) is simply not found: raises Model.DoesNotExist."""
+    try:
+        return queryset.get(pk=id)
+    except (ValidationError, ValueError, TypeError, OverflowError):
+        raise queryset.model.DoesNotExist(f"{queryset.model.__name__} matching query does not exist.") from None
 
 
 def _api_keys(organization, own_of=None) -> QuerySet[APIKey]:
@@ -25,8 +35,8 @@ def api_key_list(*, organization, own_of=None, skip: int = 0, limit: int = 100) 
 
 def api_key_get(*, organization, id, own_of=None) -> APIKey:
     """Raises APIKey.DoesNotExist for an unknown, revoked or other organization's key (or, with
-    `own_of`, one that is not that user's)."""
-    return _api_keys(organization, own_of).get(pk=id)
+    `own_of`, one that is not that user's), and for a malformed id."""
+    return _get(_api_keys(organization, own_of), id)
 
 
 def membership_list(*, organization) -> list[Membership]:
@@ -37,8 +47,8 @@ def membership_list(*, organization) -> list[Membership]:
 
 
 def membership_get(*, organization, id) -> Membership:
-    """Raises Membership.DoesNotExist for another organization's membership."""
-    return scoped(Membership, organization).select_related("user", "organization").get(pk=id)
+    """Raises Membership.DoesNotExist for another organization's membership or a malformed id."""
+    return _get(scoped(Membership, organization).select_related("user", "organization"), id)
 
 
 def membership_of(*, organization, user) -> Membership | None:
@@ -57,8 +67,8 @@ def invitation_list(*, organization) -> list[Invitation]:
 
 
 def invitation_get(*, organization, id) -> Invitation:
-    """Raises Invitation.DoesNotExist for another organization's invitation."""
-    return scoped(Invitation, organization).get(pk=id)
+    """Raises Invitation.DoesNotExist for another organization's invitation or a malformed id."""
+    return _get(scoped(Invitation, organization), id)
 
 
 def invitations_for_email(email: str) -> list[Invitation]:

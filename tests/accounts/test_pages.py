@@ -122,3 +122,17 @@ def test_pages_need_a_login(db):
     for path in ("/accounts/", "/accounts/api-keys", "/accounts/organization/members"):
         response = Client().get(path)
         assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
+
+
+@pytest.mark.parametrize("bad_id", ["not-a-uuid", "\x00", "12345678901234567890123", ""])
+def test_malformed_ids_on_the_pages_answer_404(team, bad_id):
+    organization, owner, _, _ = team
+    browser = _browser(owner)
+    for action in ("rotate", "revoke"):
+        assert browser.post("/accounts/api-keys", {"action": action, "api_key_id": bad_id}).status_code == 404
+    assert browser.post("/accounts/organization/members",
+                        {"action": "revoke_invitation", "invitation_id": bad_id}).status_code == 404
+    for action in ("set_role", "remove"):
+        assert browser.post("/accounts/organization/members",
+                            {"action": action, "membership_id": bad_id, "role": "admin"}).status_code == 404
+    assert Membership.objects.filter(organization=organization).count() == 3

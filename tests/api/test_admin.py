@@ -11,7 +11,7 @@ from django.contrib.messages import get_messages
 from django_q.models import Schedule
 
 import tests.access.sources  # noqa: F401  (registers acl_wiki, acl_directory, test_tracker)
-from airweave.collections.models import AccessGroupMembership, Chunk, Entity, SourceConnection, Sync, SyncJob
+from airweave.collections.models import AccessGroupMembership, Chunk, Collection, Entity, SourceConnection, Sync, SyncJob
 from airweave.crypto import decrypt_json
 from airweave.tenancy.models import User
 from connectors.services import source_connection_create
@@ -334,3 +334,44 @@ def test_oauth_errors_become_messages(admin_client, directory, monkeypatch):
     response = admin_client.get(f"/admin/collections/sourceconnection/{directory.pk}/oauth/")
     assert response.status_code == 302 and response["Location"] == change_url(directory)
     assert any("no OAuth client id" in m for m in messages_of(response))
+
+
+COLLECTION_ADD = "/admin/collections/collection/add/"
+
+
+@pytest.mark.parametrize("data, field", [
+    ({"name": "Handbook", "readable_id": "Bad ID!"}, "readable_id"),
+    ({"name": "Hb", "readable_id": "handbook"}, "name"),
+    ({"name": "Handbook", "readable_id": "handbook", "embedding_model_name": "nonsense/model"}, "embedding_model_name"),
+    ({"name": "Handbook", "readable_id": "docs"}, "readable_id"),  # taken in this organization
+])
+def test_collection_form_refuses_what_the_service_refuses(admin_client, org, make_collection, data, field):
+    make_collection(readable_id="docs")
+    form = {"organization": str(org.pk), "embedding_model_name": "local/all-MiniLM-L6-v2", "sync_config": "null",
+            "vector_size": "7", **data}
+    response = admin_client.post(COLLECTION_ADD, form)
+    assert response.status_code == 200 and field in response.context["adminform"].form.errors
+    assert list(Collection.objects.values_list("readable_id", flat=True)) == ["docs"]
+
+
+def test_collection_form_creates_through_the_service_and_pins_the_model(admin_client, org, other_org, make_collection):
+    make_collection(readable_id="docs", organization=other_org)  # another organization's id is no conflict
+    response = admin_client.post(COLLECTION_ADD, {"organization": str(org.pk), "name": "Staff handbook",
+                                                  "readable_id": "docs", "embedding_model_name": "local/all-MiniLM-L6-v2",
+                                                  "sync_config": "null", "vector_size": "7"})
+    assert response.status_code == 302, response.content
+    created = Collection.objects.get(organization=org)
+    assert (created.readable_id, created.vector_size, created.embedding_model_name) == (
+        "docs", 384, "local/all-MiniLM-L6-v2")
+    derived = admin_client.post(COLLECTION_ADD, {"organization": str(org.pk), "name": "Board minutes",
+                                                 "embedding_model_name": "local/all-MiniLM-L6-v2", "sync_config": "null"})
+    assert derived.status_code == 302
+    assert Collection.objects.get(organization=org, name="Board minutes").readable_id.startswith("board-minutes-")
+
+    # afterwards the name changes through collection_update; the readable id and the model stay pinned
+    change = change_url(created)
+    assert admin_client.post(change, {"name": "Hb", "sync_config": "null"}).status_code == 200
+    assert admin_client.post(change, {"name": "Handbook 2", "readable_id": "hacked", "sync_config": "null",
+                                      "embedding_model_name": "openai/text-embedding-3-large"}).status_code == 302
+    created.refresh_from_db()
+    assert (created.name, created.readable_id, created.vector_size) == ("Handbook 2", "docs", 384)

@@ -205,6 +205,8 @@ def test_consent_page_names_the_client_the_organization_and_its_collections(anon
     assert org.name in page and "Team documents" in page and "(docs)" in page
     assert 'value="allow"' in page and "csrfmiddlewaretoken" in page
     assert response["X-Frame-Options"] == "DENY" and "no-store" in response["Cache-Control"]
+    # the grant acts as the user (access control applies), not as an organization-wide API key
+    assert "act as you" in page and "only the documents you may see" in page and "API key" not in page
 
 
 def test_a_user_in_several_organizations_chooses_one(anon, browser, user, other_org, make_collection):
@@ -401,3 +403,73 @@ def test_a_rest_401_points_oauth_clients_at_the_resource_metadata(anon):
     response = anon.get("/collections")
     assert response.status_code == 401
     assert f'resource_metadata="{BASE}/.well-known/oauth-protected-resource"' in response["WWW-Authenticate"]
+
+
+# --- bad input never crashes an endpoint -------------------------------------------------------------
+
+@pytest.mark.parametrize("metadata", [
+    {"client_name": "agent\x00"},
+    {"redirect_uris": ["https://a.example/cb\x00"]},
+    {"redirect_uris": ["https://\u0430pple.example/cb"]},  # non-ASCII: percent-encode (RFC 3986)
+    {"redirect_uris": ["https://a.example/c b"]},
+    {"redirect_uris": ["https://a.example/c\\b"]},
+    {"logo_uri": "https://a.example/\x00"},
+    {"contacts": ["ops@a.example"], "extra": {"k\x00": 1}},
+])
+def test_registration_refuses_text_that_cannot_be_stored(anon, metadata):
+    body = json.dumps({"redirect_uris": [REDIRECT], **metadata})
+    response = anon.post("/oauth/register", body, content_type="application/json")
+    assert response.status_code == 400, response.content
+    assert response.json()["error"] in ("invalid_client_metadata", "invalid_redirect_uri")
+    assert not OAuthClient.objects.exists()
+
+
+@pytest.mark.parametrize("body", [b'{"client_name": "\\ud800", "redirect_uris": ["http://127.0.0.1/cb"]}',
+                                  b'{"x": ' + b"[" * 100000 + b"]" * 100000 + b"}"])
+def test_registration_refuses_surrogates_and_deep_nesting(anon, body):
+    response = anon.post("/oauth/register", body, content_type="application/json")
+    assert response.status_code == 400 and response.json()["error"] == "invalid_client_metadata"
+
+
+@pytest.mark.parametrize("data, headers, status, error", [
+    ({"grant_type": "authorization_code", "code": "x", "client_id": "awc_\x00"}, {}, 400, "invalid_request"),
+    ({"grant_type": "refresh_token", "refresh_token": "awrt_\u00e9", "client_id": "awc_x"}, {}, 400, "invalid_request"),
+    ({"grant_type": "authorization_code", "code": "x"},
+     {"Authorization": "Basic " + base64.b64encode(b"\xff\xfe:secret").decode()}, 401, "invalid_client"),
+    ({"grant_type": "authorization_code", "code": "x"},
+     {"Authorization": "Basic " + base64.b64encode(b"awc_x:s\x00").decode()}, 401, "invalid_client"),
+])
+def test_token_endpoint_refuses_parameters_that_are_not_printable_ascii(anon, data, headers, status, error):
+    response = anon.post("/oauth/token", data, headers=headers)
+    assert (response.status_code, response.json()["error"]) == (status, error), response.content
+
+
+def test_revocation_refuses_a_nul_token(anon, tokens):
+    response = anon.post("/oauth/revoke", {"token": "awat_\x00", "client_id": tokens["client_id"]})
+    assert response.status_code == 400 and response.json()["error"] == "invalid_request"
+    assert api(anon, tokens["access_token"]).status_code == 200
+
+
+@pytest.mark.parametrize("params", [{"client_id": "awc_\x00"}, {"redirect_uri": "http://127.0.0.1:8765/callback\x00"},
+                                    {"redirect_uri": "http://127.0.0.1:8765/caf\u00e9"}, {"state": "st\x00te"},
+                                    {"resource": f"{BASE}/mcp\x00"}])
+def test_authorization_with_unprintable_parameters_is_refused_on_the_page(anon, browser, params):
+    params = {"client_id": register(anon)["client_id"], **params}
+    url = authorize_url(challenge=pkce()[1], **params)
+    for response in (browser.get(url), browser.post(url, {"action": "allow"})):
+        assert response.status_code == 400 and "printable ASCII" in response.content.decode()
+    assert not OAuthToken.objects.exists()
+
+
+def test_an_oauth_token_reads_but_never_mints_rotates_or_revokes_api_keys(anon, tokens, org):
+    from airweave.tenancy.services import api_key_create
+
+    existing = api_key_create(organization=org).api_key
+    auth = {"HTTP_AUTHORIZATION": f"Bearer {tokens['access_token']}"}
+    assert anon.get("/api-keys", **auth).status_code == 200
+    for response in (anon.post("/api-keys", {}, format="json", **auth),
+                     anon.post(f"/api-keys/{existing.id}/rotate", {}, format="json", **auth),
+                     anon.delete(f"/api-keys/{existing.id}", **auth)):
+        assert response.status_code == 403 and "OAuth access token" in response.json()["detail"]
+    existing.refresh_from_db()
+    assert existing.revoked_at is None

@@ -122,6 +122,10 @@ def test_websocket_refuses_unknown_key_and_foreign_collection(setup):
         communicator = WebsocketCommunicator(application, path, headers=[(b"x-api-key", key.encode()),
                                                                          (b"origin", b"http://testserver")])
         connected, code = await communicator.connect()
+        if connected:  # refused after the handshake: the close frame carries the code
+            output = await communicator.receive_output(timeout=10)
+            if output["type"] == "websocket.close":
+                connected, code = False, output["code"]
         await communicator.disconnect()
         return connected, code
 
@@ -131,11 +135,16 @@ def test_websocket_refuses_unknown_key_and_foreign_collection(setup):
 
 
 def _handshake(path: str, headers: list) -> tuple:
+    """(connected, close code): a socket refused after the handshake counts as not connected."""
     async def attempt():
         communicator = WebsocketCommunicator(application, path, headers=headers)
-        result = await communicator.connect()
+        connected, code = await communicator.connect()
+        if connected and not await communicator.receive_nothing(timeout=0.5):
+            output = await communicator.receive_output(timeout=1)
+            if output["type"] == "websocket.close":
+                connected, code = False, output["code"]
         await communicator.disconnect()
-        return result
+        return connected, code
 
     return async_to_sync(attempt)()
 
@@ -314,3 +323,24 @@ def test_a_client_that_leaves_mid_search_ends_the_stream_quietly(setup, monkeypa
 
     assert async_to_sync(run)() is True
     assert sent == ["connected", "start", "operator_start"]
+
+
+@pytest.mark.parametrize("server", ["postgres"], indirect=True)
+def test_a_real_client_sees_4401_and_4404_close_codes(setup, server):
+    """Through daphne, not the test communicator: a refused socket closes with the code that says why."""
+    base = f"127.0.0.1:{server['port']}"
+    other = api_key_create(organization=organization_get_or_create(name="Other socket org")).key
+
+    async def close_code(path, key):
+        async with websockets.connect(f"ws://{base}{path}", additional_headers={
+                "X-API-Key": key, "Origin": f"http://{base}"}, open_timeout=30) as ws:
+            with pytest.raises(websockets.ConnectionClosed):
+                await asyncio.wait_for(ws.recv(), 30)
+            return ws.close_code
+
+    async def codes():
+        return (await close_code("/ws/collections/socket-docs/search/", "aw_nope_nope"),
+                await close_code("/ws/collections/socket-docs/search/", other),
+                await close_code(f"/ws/sync/job/{setup['connection'].pk}/", setup["key"]))  # no such job
+
+    assert asyncio.run(codes()) == (4401, 4404, 4404)

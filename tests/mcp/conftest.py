@@ -93,3 +93,15 @@ def live_server_url(django_db_setup, django_db_blocker):
 def run_async(calls):
     """Run the coroutine function `calls()` to completion from a synchronous test; its result."""
     return anyio.run(calls)
+
+
+@pytest.fixture
+def counting_cache(settings):
+    """A cache that keeps rate-limit counts (the test settings' DummyCache keeps nothing)."""
+    from django.core.cache import caches
+
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+                                   "LOCATION": "mcp-rate-limit-tests"}}
+    caches["default"].clear()
+    yield
+    caches["default"].clear()

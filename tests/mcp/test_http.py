@@ -117,3 +117,35 @@ def test_a_malformed_collection_header_answers_400(handbook, live_server_url):
     response = raw_post(f"{live_server_url}/mcp", {"X-API-Key": handbook["key"],
                                                    "X-Collection-Readable-ID": "Not A Readable Id!"})
     assert response.status_code == 400 and "X-Collection-Readable-ID" in response.json()["detail"]
+
+
+def test_get_and_delete_answer_405_instead_of_hanging(handbook, live_server_url):
+    headers = {"X-API-Key": handbook["key"], "Accept": "application/json, text/event-stream"}
+    for method in ("GET", "DELETE"):
+        response = httpx2.request(method, f"{live_server_url}/mcp", headers=headers, timeout=30)
+        assert response.status_code == 405 and response.headers["allow"] == "POST"
+        assert "POST" in response.json()["detail"]
+    # without a credential, GET still answers the 401 that starts OAuth discovery
+    anonymous = httpx2.get(f"{live_server_url}/mcp", headers={"Accept": "text/event-stream"}, timeout=30)
+    assert anonymous.status_code == 401 and "resource_metadata=" in anonymous.headers["www-authenticate"]
+
+
+def test_mcp_requests_share_the_organizations_request_budget(handbook, settings, counting_cache):
+    """In process (the settings of this test apply): /mcp answers 429 past AIRWEAVE_RATE_LIMIT,
+    counted with the REST API's requests of the organization."""
+    from airweave.asgi import http_app
+
+    settings.AIRWEAVE_RATE_LIMIT = "3/day"
+    headers = {**MCP_HEADERS, "X-API-Key": handbook["key"], "Host": "127.0.0.1"}
+
+    async def calls():
+        async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=http_app), base_url="http://127.0.0.1",
+                                      timeout=60) as client:
+            rest = await client.get("/collections", headers={"X-API-Key": handbook["key"]})
+            return rest, [await client.post("/mcp", json=INITIALIZE, headers=headers) for _ in range(3)]
+
+    rest, answers = run_async(calls)
+    assert rest.status_code == 200
+    assert [a.status_code for a in answers] == [200, 200, 429]
+    assert int(answers[2].headers["retry-after"]) > 0 and answers[2].headers["ratelimit-remaining"] == "0"
+    assert "Rate limit exceeded" in answers[2].json()["detail"]

@@ -146,9 +146,52 @@ def test_get_config_describes_the_server(handbook):
 
 
 @pytest.mark.parametrize("tier", ["instant", "classic", "agentic"])
-def test_a_nul_character_in_the_query_is_named_on_every_tier(handbook, tier):
+def test_a_nul_in_the_query_answers_what_to_fix(handbook, tier):
+    result = session(server_for(handbook["org"]), lambda c: c.call_tool(
+        "search-handbook", {"query": "leave\x00", "tier": tier}))
+    assert result.is_error and "query must not contain NUL" in result.content[0].text
+
+
+def test_the_monthly_search_quota_answers_its_message(handbook, settings):
+    settings.AIRWEAVE_QUOTA_SEARCHES_PER_MONTH = 1
     server = server_for(handbook["org"])
 
-    result = session(server, lambda c: c.call_tool("search-handbook", {"query": "leave\u0000", "tier": tier}))
+    async def calls(client):
+        return [await client.call_tool("search-handbook", {"query": "leave", "tier": "instant"}) for _ in range(2)]
 
-    assert result.is_error and "query must not contain NUL" in result.content[0].text
+    first, second = session(server, calls)
+    assert not first.is_error
+    assert second.is_error and "Quota exceeded" in second.content[0].text
+    assert "AIRWEAVE_QUOTA_SEARCHES_PER_MONTH" in second.content[0].text
+
+
+def test_searches_count_against_the_organizations_search_rate(handbook, settings, counting_cache):
+    settings.AIRWEAVE_SEARCH_RATE_LIMIT = "2/day"
+    server = server_for(handbook["org"])
+
+    async def calls(client):
+        return [await client.call_tool("search-handbook", {"query": "leave", "tier": "instant"}) for _ in range(3)]
+
+    results = session(server, calls)
+    assert [r.is_error for r in results] == [False, False, True]
+    assert "Rate limit exceeded" in results[2].content[0].text
+    assert "AIRWEAVE_SEARCH_RATE_LIMIT" in results[2].content[0].text
+
+
+def test_a_long_lived_server_stops_when_its_key_is_revoked(handbook):
+    """stdio keeps one backend for the life of the process: its key is checked on every call."""
+    from airweave.tenancy.context import actor_for_credential
+    from airweave.tenancy.models import APIKey
+    from airweave.tenancy.services import api_key_revoke
+
+    actor = actor_for_credential(handbook["key"])
+    backend = InProcessBackend(organization=handbook["org"], actor=actor, credential=handbook["key"])
+    server = build_server(backend=backend, collection="handbook", transport="stdio")
+
+    async def search(client):
+        return await client.call_tool("search-handbook", {"query": "leave", "tier": "instant", "limit": 1})
+
+    assert not session(server, search).is_error
+    api_key_revoke(api_key=APIKey.objects.get(pk=actor.api_key.pk))
+    refused = session(server, search)
+    assert refused.is_error and "AIRWEAVE_API_KEY is no longer valid" in refused.content[0].text

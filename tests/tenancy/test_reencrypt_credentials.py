@@ -137,3 +137,17 @@ def test_secrets_never_reach_answers_admin_pages_or_logs(client, connection, cap
     logged = caplog.text + "".join(str(r.args) for r in caplog.records)
     for value in SECRET.values():
         assert value not in logged
+
+
+def test_a_process_without_the_key_fails_the_sync_with_a_clear_error(settings, connection):
+    """A web server or worker not restarted with the new key cannot read re-encrypted credentials:
+    the job fails saying so (a configuration error), never with a bare InvalidToken."""
+    old, new = generate_key(), generate_key()
+    settings.AIRWEAVE_FERNET_KEYS = [new, old]
+    _reencrypt()
+    settings.AIRWEAVE_FERNET_KEYS = [old]  # a worker still on the old key
+    job = sync_job_run(job_id=sync_job_start(source_connection=connection, enqueue=False).id)
+    assert job.status == "failed" and job.error_category == "config_error"
+    assert "AIRWEAVE_FERNET_KEYS" in job.error and "s3cret" not in job.error
+    settings.AIRWEAVE_FERNET_KEYS = [new]
+    assert sync_job_run(job_id=sync_job_start(source_connection=connection, enqueue=False).id).status == "completed"

@@ -12,6 +12,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from airweave.api.permissions import HasOrganization, NoAPIKeyChangesByOAuth
 from airweave.api.serializers import APIKeyCreateSerializer, APIKeyRotateSerializer, APIKeySerializer, api_key_payload
 from airweave.api.views.params import QueryParameterError, int_param, str_param
 from airweave.tenancy import policies, selectors, services
@@ -43,6 +44,8 @@ def _revoke(request, id):
 
 
 class APIKeyListView(APIView):
+    permission_classes = [HasOrganization, NoAPIKeyChangesByOAuth]
+
     @extend_schema(parameters=[OpenApiParameter("skip", int), OpenApiParameter("limit", int)],
                    responses=APIKeySerializer(many=True))
     def get(self, request):
@@ -77,6 +80,8 @@ class APIKeyListView(APIView):
 
 
 class APIKeyDetailView(APIView):
+    permission_classes = [HasOrganization, NoAPIKeyChangesByOAuth]
+
     @extend_schema(responses=APIKeySerializer)
     def get(self, request, id):
         return Response(api_key_payload(_visible_key(request, id)))
@@ -87,6 +92,8 @@ class APIKeyDetailView(APIView):
 
 
 class APIKeyRotateView(APIView):
+    permission_classes = [HasOrganization, NoAPIKeyChangesByOAuth]
+
     @extend_schema(request=APIKeyRotateSerializer, responses=APIKeySerializer,
                    description="Issues a new key with the same name and binding and revokes this one.")
     def post(self, request, id):

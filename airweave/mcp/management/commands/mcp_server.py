@@ -36,7 +36,8 @@ class Command(BaseCommand):
             actor = actor_for_credential(api_key)
             if actor is None:
                 raise CommandError("AIRWEAVE_API_KEY is not a valid, unexpired API key of this installation.")
-            backend = InProcessBackend(organization=actor.organization, user_email=actor.email, actor=actor)
+            backend = InProcessBackend(organization=actor.organization, user_email=actor.email, actor=actor,
+                                       credential=api_key)
         try:
             server = build_server(backend=backend, collection=collection.strip() or None, transport="stdio")
         except ValueError as exc:
