@@ -117,3 +117,46 @@ def test_an_oauth_token_is_used_when_there_is_no_personal_token(rsps):
 def test_repositories_must_be_owner_slash_name(repositories):
     with pytest.raises(ValueError, match="owner/name"):
         GitHubSource.validate_config({"repositories": repositories})
+
+
+def _connection(make_collection, **config):
+    return source_connection_create(
+        collection=make_collection(), short_name="github",
+        config={"repositories": ["betamaxpy/betamax"], "include_comments": False, **config},
+        authentication={"credentials": {"personal_access_token": "ghp_test"}}, sync_immediately=False)
+
+
+def _run(connection, force_full_sync=False):
+    return sync_job_run(job_id=sync_job_start(source_connection=connection, enqueue=False,
+                                              force_full_sync=force_full_sync).id)
+
+
+def test_a_429_with_retry_after_is_retried(rsps):
+    url = f"{API}/repos/betamaxpy/betamax/issues?state=all&per_page=100"
+    rsps.add("GET", url, status=429, headers={"Retry-After": "0"},
+             json={"message": "API rate limit exceeded", "documentation_url": "https://docs.github.com/rest"})
+    rsps.add("GET", url, json=[recorded_body("Issue_comments", 0)])
+    entities = list(make(include_comments=False).generate_entities({}))
+    assert len(entities) == 1 and len(rsps.calls) == 2
+
+
+def test_bad_credentials_mark_the_connection_needs_reauth(rsps, make_collection):
+    rsps.add("GET", f"{API}/repos/betamaxpy/betamax/issues?state=all&per_page=100", status=401,
+             json={"message": "Bad credentials", "documentation_url": "https://docs.github.com/rest"})
+    connection = _connection(make_collection)
+    job = _run(connection)
+    connection.refresh_from_db()
+    assert job.status == "failed" and connection.status == "needs_reauth"
+    assert connection.error_category and job.error_category == connection.error_category
+
+
+def test_an_issue_gone_from_a_full_listing_is_deleted(rsps, make_collection):
+    issues = recorded_body("Repository_issues_state_all", 2)[:2]
+    url = f"{API}/repos/betamaxpy/betamax/issues?state=all&per_page=100"
+    rsps.add("GET", url, json=issues)
+    connection = _connection(make_collection)
+    assert (_run(connection).entities_inserted) == 2
+    rsps.reset()
+    rsps.add("GET", url, json=issues[:1])
+    job = _run(connection, force_full_sync=True)
+    assert (job.status, job.entities_deleted, job.entities_kept) == ("completed", 1, 1)
