@@ -194,6 +194,9 @@ AIRWEAVE_PARTIAL_LISTING_RATIO = env.float("AIRWEAVE_PARTIAL_LISTING_RATIO", def
 # Collections with fewer chunks than this are scanned exactly instead of through HNSW.
 AIRWEAVE_EXACT_SCAN_MAX_CHUNKS = env.int("AIRWEAVE_EXACT_SCAN_MAX_CHUNKS", default=20000)
 # Jobs without progress for this long are failed by the sweeper.
+# Threads running streamed searches (SSE and websocket) per web process; each holds a database
+# connection while it runs.
+AIRWEAVE_STREAM_WORKERS = env.int("AIRWEAVE_STREAM_WORKERS", default=32)
 # Seconds of silence after which SSE and websocket streams send a `heartbeat` event.
 AIRWEAVE_HEARTBEAT_SECONDS = env.float("AIRWEAVE_HEARTBEAT_SECONDS", default=30.0)
 AIRWEAVE_STUCK_JOB_MINUTES = env.int("AIRWEAVE_STUCK_JOB_MINUTES", default=30)

@@ -8,14 +8,33 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import AsyncIterator, Callable
 
+from django.conf import settings
 from django.db import close_old_connections, connection
 
 from airweave.events import EventStream, heartbeat_seconds
 
 logger = logging.getLogger(__name__)
 _END = object()
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def stream_pool() -> ThreadPoolExecutor:
+    """The threads that run streamed searches (AIRWEAVE_STREAM_WORKERS, default 32).
+
+    Streamed searches mostly wait on language models; on the event loop's default pool (cores + 4
+    threads) a handful of slow answers made every further stream wait for a free thread.
+    """
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=int(getattr(settings, "AIRWEAVE_STREAM_WORKERS", 32)),
+                                       thread_name_prefix="search-stream")
+        return _POOL
 
 
 def sse_frame(event: dict) -> str:
@@ -48,7 +67,7 @@ async def stream_from_thread(run: Callable[[EventStream], None], *, first: dict 
             connection.close()
             loop.call_soon_threadsafe(queue.put_nowait, _END)
 
-    worker = loop.run_in_executor(None, work)
+    worker = loop.run_in_executor(stream_pool(), work)
     try:
         while True:
             try:
