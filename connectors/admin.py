@@ -356,7 +356,7 @@ class SourceConnectionAdmin(admin.ModelAdmin):
     def oauth_start(self, request, object_id):
         """Starts the browser OAuth flow of a connection: redirects to the provider's consent page.
 
-        Calls connectors.auth.oauth.start_authorization(connection, redirect_uri) -> auth URL; when
+        Calls connectors.authorization.start_authorization(connection, redirect_uri) -> auth URL; when
         that module is not installed, or the source needs settings it lacks, says so and goes back.
         """
         connection = self.get_object(request, object_id)
@@ -369,9 +369,9 @@ class SourceConnectionAdmin(admin.ModelAdmin):
             self.message_user(request, f"{connection.short_name} does not authenticate with OAuth.", messages.ERROR)
             return back
         try:
-            from connectors.auth.oauth import start_authorization
+            from connectors.authorization import start_authorization
         except ImportError:
-            self.message_user(request, "OAuth is not configured on this server (connectors.auth.oauth is not "
+            self.message_user(request, "OAuth is not configured on this server (connectors.authorization is not "
                                        "installed); authenticate this connection with credentials instead.",
                               messages.ERROR)
             return back

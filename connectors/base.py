@@ -14,49 +14,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Container, Iterable, Iterator
 
-
-class SourceError(Exception):
-    """A failure of the whole source (bad config, unreachable service). Fails the sync job.
-
-    `category` is a short machine-readable tag, e.g. "config_error", "auth_error".
-    """
-
-    def __init__(self, message: str, category: str = "source_error"):
-        super().__init__(message)
-        self.category = category
-
-
-AUTH_ERROR_CATEGORIES = frozenset({
-    "invalid_credentials",   # the service refused the credentials (401 after any refresh)
-    "token_expired",         # an access token expired and cannot be refreshed (no refresh token)
-    "refresh_failed",        # the token endpoint refused the refresh token (revoked, rotated away)
-    "insufficient_scope",    # the grant lacks a scope the source needs
-    "oauth_error",           # the authorization flow itself failed (denied, bad state, bad code)
-})
-
-
-class AuthFailure(SourceError):
-    """The connection's credentials no longer work; the user must authenticate again.
-
-    Raising it (or letting the HTTP client raise it) fails the sync job and marks the source
-    connection `needs_reauth` with `error_category` = `category`, one of AUTH_ERROR_CATEGORIES.
-    """
-
-    def __init__(self, message: str, category: str = "invalid_credentials"):
-        if category not in AUTH_ERROR_CATEGORIES:
-            raise ValueError(f"unknown auth error category '{category}'")
-        super().__init__(message, category)
-
-
-class SkipEntity(Exception):
-    """One entity cannot be indexed (unreadable, encrypted, empty, too large).
-
-    Counted as skipped on the job with `reason`; never fails the sync.
-    """
-
-    def __init__(self, reason: str):
-        super().__init__(reason)
-        self.reason = reason
+# Re-exported: the errors are part of the contract every source imports from here.
+from connectors.errors import AUTH_ERROR_CATEGORIES, AuthFailure, SkipEntity, SourceError  # noqa: F401
 
 
 @dataclass(frozen=True)
@@ -244,9 +203,11 @@ class BaseSource:
     `federated_search`, `supports_access_control`, `entity_types`, `rate_limit_level`,
     `rate_limit`, `base_url`.
 
-    HTTP sources call `self.http` (a connectors.http.HttpClient built on first use, one per
-    source instance, i.e. per sync run): timeouts, retries, rate limiting, SSRF guard and auth
-    (`http_auth()`) happen underneath. See docs/connectors.md.
+    HTTP sources call `self.http` (a connectors.http.HttpClient, one per source instance, i.e.
+    per sync run): timeouts, retries, rate limiting, SSRF guard and auth (`http_auth()`) happen
+    underneath. See docs/connectors.md. The client is injected: passed as `http_client`, or built
+    on first use by `http_client_factory`, which the connectors app installs at start together
+    with `default_auth_factory` (this module stands below `http` and `auth` and imports neither).
     """
 
     name: ClassVar[str] = ""
@@ -272,20 +233,31 @@ class BaseSource:
     base_url: ClassVar[str] = ""
     entity_types: ClassVar[tuple[type[BaseEntity], ...]] = ()
 
+    # (source) -> HttpClient and (source) -> Auth: connectors.http.client_for_source and
+    # connectors.auth.tokens.default_auth_for, installed by ConnectorsConfig.ready().
+    http_client_factory: ClassVar[Callable[["BaseSource"], Any] | None] = None
+    default_auth_factory: ClassVar[Callable[["BaseSource"], Any] | None] = None
+
     context: SourceContext | None = None
     _http = None
 
-    def __init__(self, config: dict, credentials: dict | None = None):
+    def __init__(self, config: dict, credentials: dict | None = None, *, http_client=None):
         self.config = config
         self.credentials = credentials or {}
+        if http_client is not None:
+            self._http = http_client
 
     @property
     def http(self):
-        """This run's connectors.http.HttpClient, built on first use from `context` and `http_auth()`."""
-        if self._http is None:
-            from connectors.http import client_for_source
+        """This run's HttpClient: the injected one, else built on first use from `context` and `http_auth()`.
 
-            self._http = client_for_source(self)
+        Raises RuntimeError when neither was given (the connectors app is not loaded).
+        """
+        if self._http is None:
+            factory = BaseSource.http_client_factory
+            if factory is None:
+                raise RuntimeError("no HTTP client: pass http_client= or load the connectors app")
+            self._http = factory(self)
         return self._http
 
     def close(self) -> None:
@@ -304,9 +276,10 @@ class BaseSource:
         Default: OAuth 2 bearer tokens (refreshed) when the credentials hold `access_token`,
         OAuth 1 signatures when they hold `oauth_token` + `oauth_token_secret`, else none.
         """
-        from connectors.auth.tokens import default_auth_for
-
-        return default_auth_for(self)
+        factory = BaseSource.default_auth_factory
+        if factory is None:
+            raise RuntimeError("no default auth: load the connectors app")
+        return factory(self)
 
     @classmethod
     def validate_config(cls, config: dict, *, for_api: bool = False) -> dict:

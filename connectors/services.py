@@ -78,7 +78,7 @@ def source_connection_create(*, collection: Collection, short_name: str, name: s
                                    cron_schedule=cron_schedule)
         sync_schedule_apply(sync)
         if browser is not None:
-            from connectors.auth.oauth import AuthorizationError, start_authorization
+            from connectors.authorization import AuthorizationError, start_authorization
 
             try:
                 start_authorization(connection, browser.get("redirect_uri"), callback_url=callback_url,
@@ -220,26 +220,6 @@ def _valid_credentials(source_cls, credentials: dict | None) -> dict | None:
         return source_cls.validate_auth(credentials)
     except ValueError as exc:
         raise SourceConnectionError(str(exc), "authentication.credentials") from None
-
-
-def source_connection_credentials_save(*, source_connection_id, credentials: dict) -> None:
-    """Persist `credentials` (encrypted) on a connection, e.g. a refreshed or rotated OAuth token.
-
-    Called by connectors.auth.store inside its row lock when a token is refreshed.
-    """
-    SourceConnection.objects.filter(pk=source_connection_id).update(
-        encrypted_credentials=encrypt_json(credentials), modified_at=timezone.now())
-
-
-def source_connection_mark_needs_reauth(*, source_connection_id, category: str, message: str) -> None:
-    """Mark a connection `needs_reauth` (not authenticated) with `error_category` and a message.
-
-    `category` is one of connectors.base.AUTH_ERROR_CATEGORIES. The next successful
-    authentication (connectors.auth.oauth) sets the connection back to active.
-    """
-    SourceConnection.objects.filter(pk=source_connection_id).update(
-        status=SourceConnection.Status.NEEDS_REAUTH, is_authenticated=False, error_category=category[:64],
-        error_message=message[:2000], modified_at=timezone.now())
 
 
 def _valid_cron(expression: str) -> str:

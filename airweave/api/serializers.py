@@ -6,7 +6,7 @@ from rest_framework import serializers
 
 from airweave.collections.models import Collection, SourceConnection, SyncJob
 from airweave.collections.selectors import collection_status, entity_counts_by_type
-from connectors.auth.oauth import auth_summary
+from connectors.authorization import auth_summary
 
 
 class StrictSerializer(serializers.Serializer):

@@ -85,12 +85,22 @@ class ConnectionCredentialStore(CredentialStore):
             yield decrypt_json(token or "")
 
     def save(self, credentials: dict) -> None:
-        from connectors.services import source_connection_credentials_save
+        """Persist `credentials` encrypted on the row, e.g. a refreshed or rotated OAuth token."""
+        from django.utils import timezone
 
-        source_connection_credentials_save(source_connection_id=self.source_connection_id, credentials=credentials)
+        from airweave.crypto import encrypt_json
+
+        self._rows().update(encrypted_credentials=encrypt_json(credentials), modified_at=timezone.now())
 
     def mark_needs_reauth(self, category: str, message: str) -> None:
-        from connectors.services import source_connection_mark_needs_reauth
+        """Mark the connection `needs_reauth` (not authenticated) with `error_category` and a message.
 
-        source_connection_mark_needs_reauth(source_connection_id=self.source_connection_id, category=category,
-                                            message=message)
+        `category` is one of connectors.errors.AUTH_ERROR_CATEGORIES. The next successful
+        authentication (connectors.authorization) sets the connection back to active.
+        """
+        from django.utils import timezone
+
+        from airweave.collections.models import SourceConnection
+
+        self._rows().update(status=SourceConnection.Status.NEEDS_REAUTH, is_authenticated=False,
+                            error_category=category[:64], error_message=message[:2000], modified_at=timezone.now())

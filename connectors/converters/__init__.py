@@ -9,7 +9,7 @@ Formats: Markdown (front matter -> `fields`), plain text and source code, HTML, 
 DOCX (python-docx), PPTX (python-pptx), XLSX (openpyxl), CSV/TSV (stdlib csv), e-mail
 messages (.eml, stdlib email).
 
-`convert_file` raises only `connectors.base.SkipEntity(reason)`, with reasons such as
+`convert_file` raises only `connectors.errors.SkipEntity(reason)`, with reasons such as
 "file too large: N bytes > limit M bytes", "empty: no text extracted", "encrypted PDF",
 "unreadable PDF: <error>", "unsupported file type: .xyz", "unreadable: <error>".
 Returned text never contains NUL characters or lone surrogates (PostgreSQL-safe); anything
@@ -22,7 +22,7 @@ import os
 import stat
 from pathlib import Path
 
-from connectors.base import SkipEntity
+from connectors.errors import SkipEntity
 from connectors.converters import csv, docx, html, mail, markdown, pdf, pptx, text, xlsx
 from connectors.converters._common import Document, clean_text, decode_text, short_error
 

@@ -15,7 +15,7 @@ import zipfile
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from connectors.base import SkipEntity
+from connectors.errors import SkipEntity
 
 # Rows rendered per table (CSV file, XLSX sheet); the rest is counted, not indexed.
 MAX_TABLE_ROWS = 5000

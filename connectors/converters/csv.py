@@ -10,7 +10,7 @@ import csv
 import io
 from pathlib import Path
 
-from connectors.base import SkipEntity
+from connectors.errors import SkipEntity
 from connectors.converters._common import Document, decode_text, render_table, short_error
 
 EXTENSIONS = frozenset({".csv", ".tsv"})

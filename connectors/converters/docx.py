@@ -15,7 +15,7 @@ import docx
 from docx.table import Table
 from docx.text.paragraph import Paragraph
 
-from connectors.base import SkipEntity
+from connectors.errors import SkipEntity
 from connectors.converters._common import Document, check_zip, short_error, squeeze_blank_lines
 
 EXTENSIONS = frozenset({".docx"})

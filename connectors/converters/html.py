@@ -14,7 +14,7 @@ from pathlib import Path
 
 from bs4 import BeautifulSoup, Comment, Doctype, NavigableString, ProcessingInstruction
 
-from connectors.base import SkipEntity
+from connectors.errors import SkipEntity
 from connectors.converters._common import (Document, check_not_binary, short_error,
                                            squeeze_blank_lines)
 

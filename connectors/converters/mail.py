@@ -23,8 +23,8 @@ from datetime import datetime, timezone
 from email.message import Message
 from pathlib import Path
 
-from connectors.base import SkipEntity
-from connectors.converters import html
+from connectors.errors import SkipEntity
+from connectors.converters.html import convert as convert_html
 from connectors.converters._common import Document, check_not_binary, clean_text, decode_text
 
 EXTENSIONS = frozenset({".eml"})
@@ -273,7 +273,7 @@ def _body_and_attachments(msg: Message) -> tuple[str, list[Attachment]]:
         return clean_text(plain).strip(), attachments
     if rich:
         try:
-            return html.convert(rich.encode("utf-8"), Path("body.html"), len(rich) * 4 + 1).text, attachments
+            return convert_html(rich.encode("utf-8"), Path("body.html"), len(rich) * 4 + 1).text, attachments
         except SkipEntity:
             pass
     return clean_text(plain or "").strip(), attachments

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pypdf import PdfReader
 
-from connectors.base import SkipEntity
+from connectors.errors import SkipEntity
 from connectors.converters._common import Document, short_error, squeeze_blank_lines
 
 EXTENSIONS = frozenset({".pdf"})

@@ -13,7 +13,7 @@ from pathlib import Path
 from pptx import Presentation
 from pptx.enum.shapes import MSO_SHAPE_TYPE
 
-from connectors.base import SkipEntity
+from connectors.errors import SkipEntity
 from connectors.converters._common import Document, check_zip, short_error, squeeze_blank_lines
 
 EXTENSIONS = frozenset({".pptx"})

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import openpyxl
 
-from connectors.base import SkipEntity
+from connectors.errors import SkipEntity
 from connectors.converters._common import Document, check_zip, render_table, short_error
 
 EXTENSIONS = frozenset({".xlsx", ".xlsm"})

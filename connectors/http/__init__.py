@@ -13,15 +13,13 @@ __all__ = ["HttpClient", "HttpError", "RateLimited", "NetworkError", "BlockedAdd
 def client_for_source(source) -> HttpClient:
     """The HttpClient of `source` (a BaseSource): its base_url, `http_auth()`, its declared rate
     limit keyed by organization or connection, and auth failures marked on its connection."""
-    from connectors.base import SourceContext
-
-    context = source.context or SourceContext()
+    context = source.context
     limiter = None
     if source.rate_limit_level and source.rate_limit:
         limiter = RateLimiter(source.rate_limit, limiter_key(
-            source.short_name, source.rate_limit_level, organization_id=context.organization_id,
-            source_connection_id=context.source_connection_id))
-    store = context.credential_store
+            source.short_name, source.rate_limit_level, organization_id=getattr(context, "organization_id", None),
+            source_connection_id=getattr(context, "source_connection_id", None)))
+    store = getattr(context, "credential_store", None)
     on_auth_failure = (lambda exc: store.mark_needs_reauth(exc.category, str(exc))) if store is not None else None
     return HttpClient(base_url=source.base_url or "", auth=source.http_auth(), headers=source.http_headers(),
                       rate_limiter=limiter, on_auth_failure=on_auth_failure)

@@ -31,8 +31,8 @@ from django.conf import settings
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential_jitter
 
 from connectors.auth.tokens import Auth, OAuth2Auth
-from connectors.base import AuthFailure, SkipEntity
-from connectors.http import pagination
+from connectors.errors import AuthFailure, SkipEntity
+from connectors.http.pagination import link_pages
 from connectors.http.errors import HttpError, NetworkError, RateLimited, redact_url
 from connectors.http.ratelimit import RateLimiter
 from connectors.http.ssrf import guarded_session
@@ -159,7 +159,7 @@ class HttpClient:
 
     def paginate(self, url: str, **kwargs) -> Iterator[requests.Response]:
         """GET pages following `Link: <...>; rel="next"` headers (GitHub, GitLab, ...). See pagination.link_pages."""
-        return pagination.link_pages(self, url, **kwargs)
+        return link_pages(self, url, **kwargs)
 
     def download(self, url: str, *, max_bytes: int | None = None, suffix: str = "", **kwargs) -> Path:
         """Stream `url` into a file of this run's temporary folder and return its path.

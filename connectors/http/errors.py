@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit, urlunsplit
 
-from connectors.base import SourceError
+from connectors.errors import SourceError
 
 
 def redact_url(url: str) -> str:

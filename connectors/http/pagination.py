@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Iterator
 
-from connectors.base import SourceError
+from connectors.errors import SourceError
 
 
 def link_pages(client, url: str, *, params: dict | None = None, max_pages: int | None = None,

@@ -195,7 +195,7 @@ def directory(make_collection, tmp_path):
 
 
 def test_oauth_button_says_when_oauth_is_not_configured(admin_client, directory, monkeypatch):
-    monkeypatch.setitem(sys.modules, "connectors.auth.oauth", None)  # importing it raises ImportError
+    monkeypatch.setitem(sys.modules, "connectors.authorization", None)  # importing it raises ImportError
     page = admin_client.get(change_url(directory)).content.decode()
     oauth = f"/admin/collections/sourceconnection/{directory.pk}/oauth/"
     assert "Connect with OAuth" in page and oauth in page
@@ -211,9 +211,9 @@ def test_oauth_button_starts_the_flow(admin_client, directory, monkeypatch):
         calls.append((connection.pk, redirect_uri))
         return "https://provider.example.com/authorize?state=abc"
 
-    module = types.ModuleType("connectors.auth.oauth")
+    module = types.ModuleType("connectors.authorization")
     module.start_authorization = start_authorization
-    monkeypatch.setitem(sys.modules, "connectors.auth.oauth", module)
+    monkeypatch.setitem(sys.modules, "connectors.authorization", module)
     response = admin_client.get(f"/admin/collections/sourceconnection/{directory.pk}/oauth/")
     assert response.status_code == 302 and response["Location"] == "https://provider.example.com/authorize?state=abc"
     assert calls == [(directory.pk, "http://testserver/source-connections/callback")]
@@ -328,9 +328,9 @@ def test_oauth_errors_become_messages(admin_client, directory, monkeypatch):
     def start_authorization(connection, redirect_uri):
         raise ValueError("no OAuth client id is configured for acl_directory")
 
-    module = types.ModuleType("connectors.auth.oauth")
+    module = types.ModuleType("connectors.authorization")
     module.start_authorization = start_authorization
-    monkeypatch.setitem(sys.modules, "connectors.auth.oauth", module)
+    monkeypatch.setitem(sys.modules, "connectors.authorization", module)
     response = admin_client.get(f"/admin/collections/sourceconnection/{directory.pk}/oauth/")
     assert response.status_code == 302 and response["Location"] == change_url(directory)
     assert any("no OAuth client id" in m for m in messages_of(response))

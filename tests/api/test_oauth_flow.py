@@ -18,7 +18,7 @@ from rest_framework.test import APIClient
 
 from airweave.collections.models import SourceConnection, SyncJob
 from airweave.crypto import decrypt_json
-from connectors.auth.oauth import start_authorization
+from connectors.authorization import start_authorization
 from connectors.base import BaseEntity, BaseSource
 from connectors.registry import source_for_connection
 from tests.connectors.saas_helpers import registered, write_providers

@@ -107,8 +107,8 @@ def test_oauth_tokens_rotate_and_are_persisted(rsps, make_collection):
         collection=make_collection(), short_name="airtable", sync_immediately=False,
         authentication={"access_token": "oaa.expired", "refresh_token": "oar.first"})
     # The deployment's client is needed to refresh: a bring-your-own client on the connection.
-    from connectors.services import source_connection_credentials_save
-    source_connection_credentials_save(source_connection_id=connection.id, credentials={
+    from connectors.auth.store import ConnectionCredentialStore
+    ConnectionCredentialStore(connection.id).save({
         **decrypt_json(connection.encrypted_credentials), "client_id": "air-client", "client_secret": "air-secret"})
     job = sync_job_run(job_id=sync_job_start(source_connection=connection, enqueue=False).id)
     assert job.status == "completed", job.error

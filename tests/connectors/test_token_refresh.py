@@ -124,8 +124,8 @@ def test_a_token_refreshed_by_another_worker_is_adopted_without_spending_the_ref
     connection = connect()
     source = source_for_connection(connection)  # holds a1/r1
     # Meanwhile another worker rotated the token and stored it.
-    from connectors.services import source_connection_credentials_save
-    source_connection_credentials_save(source_connection_id=connection.id, credentials={
+    from connectors.auth.store import ConnectionCredentialStore
+    ConnectionCredentialStore(connection.id).save({
         **stored(connection), "access_token": "a2", "refresh_token": "r2", "expires_at": time.time() + 3600})
     rsps.add("GET", f"{API}/notes", status=401, match=bearer("a1"))
     rsps.add("GET", f"{API}/notes", json=NOTES, match=bearer("a2"))

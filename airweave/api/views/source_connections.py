@@ -19,7 +19,7 @@ from airweave.api.views.params import bool_param, int_param, str_param
 from airweave.api.permissions import request_principals
 from airweave.collections import selectors
 from connectors import services
-from connectors.auth import oauth
+from connectors import authorization
 from connectors.sync.services import sync_job_cancel, sync_job_start
 
 SourceConnectionSchema = inline_serializer("SourceConnection", {"id": drf_serializers.UUIDField(),
@@ -119,11 +119,11 @@ class SourceConnectionAuthorizeView(APIView):
     @extend_schema(exclude=True)
     def get(self, request, claim):
         try:
-            provider_url, nonce = oauth.claim_authorization(claim)
-        except oauth.AuthorizationError as exc:
+            provider_url, nonce = authorization.claim_authorization(claim)
+        except authorization.AuthorizationError as exc:
             return Response({"detail": str(exc)}, status=exc.status)
         response = HttpResponseRedirect(provider_url)
-        response.set_cookie(oauth.BROWSER_COOKIE, nonce, max_age=oauth.flow_seconds(), httponly=True,
+        response.set_cookie(authorization.BROWSER_COOKIE, nonce, max_age=authorization.flow_seconds(), httponly=True,
                             samesite="Lax", secure=request.is_secure(), path="/source-connections/callback")
         return response
 
@@ -142,11 +142,11 @@ class SourceConnectionCallbackView(APIView):
     def get(self, request):
         q = request.query_params
         try:
-            done = oauth.complete_authorization(
+            done = authorization.complete_authorization(
                 state=q.get("state", ""), code=q.get("code"), error=q.get("error"),
                 error_description=q.get("error_description"), oauth_token=q.get("oauth_token"),
-                oauth_verifier=q.get("oauth_verifier"), browser_nonce=request.COOKIES.get(oauth.BROWSER_COOKIE))
-        except oauth.AuthorizationError as exc:
+                oauth_verifier=q.get("oauth_verifier"), browser_nonce=request.COOKIES.get(authorization.BROWSER_COOKIE))
+        except authorization.AuthorizationError as exc:
             if exc.redirect_url:
                 return _redirect_with(exc.redirect_url, status="error", error="oauth_error", message=str(exc)[:300],
                                       source_connection_id=str(exc.connection.id))
@@ -155,7 +155,7 @@ class SourceConnectionCallbackView(APIView):
             response = _redirect_with(done.redirect_url, status="success", source_connection_id=str(done.connection.id))
         else:
             response = Response({"status": "success", "source_connection_id": str(done.connection.id)})
-        response.delete_cookie(oauth.BROWSER_COOKIE, path="/source-connections/callback")
+        response.delete_cookie(authorization.BROWSER_COOKIE, path="/source-connections/callback")
         return response
 
 
