@@ -27,16 +27,6 @@ SCOPE_REASONS = frozenset({"insufficientPermissions", "ACCESS_TOKEN_SCOPE_INSUFF
 RATE_LIMIT_ATTEMPTS = 5
 
 
-def google_time(value: str | None) -> datetime | None:
-    """An RFC 3339 time of Google's APIs ("2024-03-01T10:00:00.000Z") as an aware datetime; None when absent."""
-    if not value:
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-
-
 def epoch_ms_time(value) -> datetime | None:
     """Milliseconds since the epoch (Gmail's `internalDate`, a string) as an aware UTC datetime."""
     try:

@@ -31,13 +31,10 @@ from connectors.auth.tokens import BearerAuth
 from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField, SourceError
 from connectors.http import HttpError
 from connectors.registry import source
+from connectors.sources._saas import parse_time
 
 OVERLAP = timedelta(minutes=5)
 PAGE_SIZE = 100
-
-
-def _time(value: str | None) -> datetime | None:
-    return datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None
 
 
 @dataclass
@@ -158,7 +155,7 @@ class AirtableSource(BaseSource):
         name = _text(values.get(primary)) if primary else ""
         return AirtableRecordEntity(
             entity_id=f"{base_id}/{table['id']}/{record['id']}", name=name or record["id"], breadcrumbs=crumbs,
-            created_at=_time(record.get("createdTime")),
+            created_at=parse_time(record.get("createdTime")),
             web_url=f"https://airtable.com/{base_id}/{table['id']}/{record['id']}",
             base_id=base_id, table_id=table["id"], table_name=table.get("name") or "", text="\n".join(lines),
             raw_source_fields={"base_id": base_id, "table": table.get("name"), "record_id": record["id"],

@@ -24,13 +24,13 @@ from __future__ import annotations
 import logging
 from collections import deque
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Iterator
 
 from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField, FileEntity, SourceError, UnreadableEntity
 from connectors.http import HttpError
 from connectors.registry import source
 from connectors.sources._cloud_files import FileFetcher, extension_of, unsupported_reason
+from connectors.sources._saas import parse_time
 
 logger = logging.getLogger(__name__)
 FILE_FIELDS = ("type,id,name,size,sha1,etag,sequence_id,created_at,modified_at,content_modified_at,description,"
@@ -39,10 +39,6 @@ FOLDER_EVENTS_THAT_MOVE_FILES = frozenset({"ITEM_TRASH", "ITEM_MOVE", "ITEM_RENA
                                            "ITEM_COPY"})
 FILE_GONE_EVENTS = frozenset({"ITEM_TRASH"})
 PAGE_SIZE = 1000
-
-
-def _time(value: str | None) -> datetime | None:
-    return datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None
 
 
 @dataclass
@@ -203,8 +199,8 @@ class BoxSource(BaseSource):
             return UnreadableEntity(entity_id=item["id"], name=name, reason=reason)
         owner = (item.get("owned_by") or {}).get("login") or ""
         return BoxFileEntity(
-            entity_id=item["id"], name=name, breadcrumbs=crumbs, created_at=_time(item.get("created_at")),
-            updated_at=_time(item.get("content_modified_at") or item.get("modified_at")),
+            entity_id=item["id"], name=name, breadcrumbs=crumbs, created_at=parse_time(item.get("created_at")),
+            updated_at=parse_time(item.get("content_modified_at") or item.get("modified_at")),
             web_url=f"https://app.box.com/file/{item['id']}", url=f"https://api.box.com/2.0/files/{item['id']}",
             path=path, size=size, sha1=item.get("sha1") or "", owner=owner,
             raw_source_fields={"sha1": item.get("sha1"), "size": size, "extension": item.get("extension") or "",

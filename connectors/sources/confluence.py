@@ -42,14 +42,11 @@ from connectors.converters import convert_bytes
 from connectors.http import HttpError
 from connectors.registry import source
 from connectors.sources._atlassian import AUTH_FIELDS, AtlassianMixin, site_field, validate_site
+from connectors.sources._saas import parse_time
 
 _SPACE_KEY = re.compile(r"^~?[A-Za-z0-9_-]{1,255}$")
 CONTENT_EXPAND = "body.storage,version,space,ancestors,history,container"
 MARGIN_MINUTES = 5
-
-
-def _time(value: str | None) -> datetime | None:
-    return datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None
 
 
 def storage_to_text(xhtml: str) -> str:
@@ -171,7 +168,7 @@ class ConfluenceSource(AtlassianMixin, BaseSource):
         scope = self._scope(spaces)
         cql = scope
         if self._since:
-            minutes = math.ceil((datetime.now(timezone.utc) - _time(self._since)).total_seconds() / 60)
+            minutes = math.ceil((datetime.now(timezone.utc) - parse_time(self._since)).total_seconds() / 60)
             cql += f' AND lastmodified >= now("-{max(minutes, 0) + MARGIN_MINUTES}m")'
         params = {"cql": cql + " ORDER BY created ASC", "limit": self.page_size, "expand": CONTENT_EXPAND}
         listed = []
@@ -232,15 +229,15 @@ class ConfluenceSource(AtlassianMixin, BaseSource):
         version = content.get("version") or {}
         history = content.get("history") or {}
         modified = version.get("when")
-        if modified and (self._newest is None or _time(modified) > _time(self._newest)):
-            self._newest = _time(modified).isoformat()
+        if modified and (self._newest is None or parse_time(modified) > parse_time(self._newest)):
+            self._newest = parse_time(modified).isoformat()
         crumbs = [Breadcrumb(f"space:{space.get('key', '')}", space.get("name") or space.get("key", ""),
                              "ConfluenceSpaceEntity")]
         crumbs += [Breadcrumb(str(a["id"]), a.get("title", ""), _entity_type(a.get("type")))
                    for a in content.get("ancestors") or []]
         author = ((history.get("createdBy") or {}).get("displayName")) or ""
-        common = dict(entity_id=str(content["id"]), created_at=_time(history.get("createdDate")),
-                      updated_at=_time(modified), web_url=self._web(content.get("_links")),
+        common = dict(entity_id=str(content["id"]), created_at=parse_time(history.get("createdDate")),
+                      updated_at=parse_time(modified), web_url=self._web(content.get("_links")),
                       url=(content.get("_links") or {}).get("self", ""), author=author,
                       body=storage_to_text(((content.get("body") or {}).get("storage") or {}).get("value", "")))
         raw = {"space_key": space.get("key"), "content_type": kind, "version": version.get("number"),

@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import PurePosixPath
 from typing import Iterator
 from urllib.parse import quote
@@ -33,13 +32,10 @@ from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField, Fil
 from connectors.http import HttpError
 from connectors.registry import source
 from connectors.sources._cloud_files import FileFetcher, extension_of, unsupported_reason
+from connectors.sources._saas import parse_time
 
 logger = logging.getLogger(__name__)
 CONTENT_URL = "https://content.dropboxapi.com/2/files/download"
-
-
-def _time(value: str | None) -> datetime | None:
-    return datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None
 
 
 @dataclass
@@ -155,7 +151,7 @@ class DropboxSource(BaseSource):
         parent = str(PurePosixPath(display).parent)
         return DropboxFileEntity(
             entity_id=entry["path_lower"], name=name, breadcrumbs=_breadcrumbs(display),
-            created_at=_time(entry.get("client_modified")), updated_at=_time(entry.get("server_modified")),
+            created_at=parse_time(entry.get("client_modified")), updated_at=parse_time(entry.get("server_modified")),
             web_url=f"https://www.dropbox.com/home{quote(parent if parent != '/' else '')}?preview={quote(name)}",
             path=path, size=size, dropbox_id=entry.get("id") or "",
             rev=entry.get("rev") or "", content_hash_dropbox=entry.get("content_hash") or "",

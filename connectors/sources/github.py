@@ -29,21 +29,17 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Iterator
 
 from connectors.auth.tokens import BearerAuth
 from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField, SourceError
 from connectors.http import HttpError
 from connectors.registry import source
+from connectors.sources._saas import parse_time
 
 _REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 MAX_QUERY_CHARS = 256  # GitHub's limit on a search query, qualifiers excluded
 MAX_BODY_CHARS = 4000  # of an issue body in a federated result
-
-
-def _time(value: str | None) -> datetime | None:
-    return datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None
 
 
 @dataclass
@@ -164,7 +160,7 @@ class GitHubSource(BaseSource):
         breadcrumbs = [Breadcrumb(repository, repository, "GitHubRepository")]
         return GitHubIssueEntity(
             entity_id=f"{repository}#{issue['number']}", name=issue["title"], breadcrumbs=breadcrumbs,
-            created_at=_time(issue.get("created_at")), updated_at=_time(issue.get("updated_at")),
+            created_at=parse_time(issue.get("created_at")), updated_at=parse_time(issue.get("updated_at")),
             web_url=issue.get("html_url", ""), url=issue.get("url", ""),
             repository=repository, number=issue["number"], state=issue.get("state", ""),
             is_pull_request="pull_request" in issue, author=(issue.get("user") or {}).get("login", ""),
@@ -185,7 +181,7 @@ class GitHubSource(BaseSource):
                 yield GitHubCommentEntity(
                     entity_id=f"{repository}#{issue['number']}/comment/{comment['id']}",
                     name=f"{issue['title']} (comment by {author})", breadcrumbs=breadcrumbs,
-                    created_at=_time(comment.get("created_at")), updated_at=_time(comment.get("updated_at")),
+                    created_at=parse_time(comment.get("created_at")), updated_at=parse_time(comment.get("updated_at")),
                     web_url=comment.get("html_url", ""), url=comment.get("url", ""), repository=repository,
                     issue_number=issue["number"], author=author, body=comment.get("body") or "",
                     raw_source_fields={"author": author, "issue_number": issue["number"]},

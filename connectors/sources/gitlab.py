@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import posixpath
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Iterator
 from urllib.parse import quote, urlsplit
 
@@ -42,10 +41,7 @@ from connectors.converters import SUPPORTED_EXTENSIONS
 from connectors.http import BlockedAddress, HttpError
 from connectors.http.ssrf import check_url
 from connectors.registry import source
-
-
-def _time(value: str | None) -> datetime | None:
-    return datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None
+from connectors.sources._saas import parse_time
 
 
 def _enc(value: str) -> str:
@@ -205,7 +201,7 @@ class GitLabSource(BaseSource):
         yield GitLabProjectEntity(
             entity_id=path, name=project.get("name_with_namespace") or path, breadcrumbs=crumbs[:1],
             description=project.get("description") or "", default_branch=project.get("default_branch") or "",
-            web_url=project.get("web_url") or "", created_at=_time(project.get("created_at")),
+            web_url=project.get("web_url") or "", created_at=parse_time(project.get("created_at")),
             raw_source_fields={"project_id": project["id"], "visibility": project.get("visibility"),
                                "default_branch": project.get("default_branch"), "topics": project.get("topics") or []})
         kinds = [("issues", GitLabIssueEntity, "#")]
@@ -225,7 +221,7 @@ class GitLabSource(BaseSource):
         for page in self.http.paginate(f"/projects/{project['id']}/{kind}", params=params):
             for item in page.json():
                 updated = item.get("updated_at")
-                if updated and (state["updated_after"] is None or _time(updated) > _time(state["updated_after"])):
+                if updated and (state["updated_after"] is None or parse_time(updated) > parse_time(state["updated_after"])):
                     state["updated_after"] = updated
                 yield self._item(path, crumbs, cls, sign, item)
                 notes = []
@@ -256,7 +252,7 @@ class GitLabSource(BaseSource):
             extra = {"source_branch": item.get("source_branch", ""), "target_branch": item.get("target_branch", "")}
             raw.update(extra, merged_at=item.get("merged_at"), draft=item.get("draft"))
         return cls(entity_id=f"{path}{sign}{item['iid']}", name=item.get("title") or "", breadcrumbs=crumbs,
-                   created_at=_time(item.get("created_at")), updated_at=_time(item.get("updated_at")),
+                   created_at=parse_time(item.get("created_at")), updated_at=parse_time(item.get("updated_at")),
                    web_url=item.get("web_url") or "", project=path, iid=item["iid"], state=item.get("state") or "",
                    author=author, labels=labels, description=item.get("description") or "", raw_source_fields=raw,
                    **extra)
@@ -274,7 +270,7 @@ class GitLabSource(BaseSource):
                 yield GitLabNoteEntity(
                     entity_id=f"{path}{sign}{item['iid']}/note/{note['id']}",
                     name=f"{item.get('title', '')} (comment by {author})", breadcrumbs=crumbs + [parent],
-                    created_at=_time(note.get("created_at")), updated_at=_time(note.get("updated_at")),
+                    created_at=parse_time(note.get("created_at")), updated_at=parse_time(note.get("updated_at")),
                     web_url=f"{item.get('web_url', '')}#note_{note['id']}", author=author,
                     body=note.get("body") or "", raw_source_fields={"note_id": note["id"], "author": author})
 

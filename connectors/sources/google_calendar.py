@@ -31,7 +31,8 @@ from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField, Ski
 from connectors.converters import convert_bytes
 from connectors.http import HttpError
 from connectors.registry import source
-from connectors.sources._google import google_json, google_time
+from connectors.sources._google import google_json
+from connectors.sources._saas import parse_time
 
 logger = logging.getLogger(__name__)
 PAGE_SIZE = 250
@@ -162,7 +163,7 @@ class GoogleCalendarSource(BaseSource):
         summary = event.get("summary") or "(no title)"
         return GoogleCalendarEventEntity(
             entity_id=f"{calendar_id}/{event['id']}", name=summary, breadcrumbs=[crumb],
-            created_at=google_time(event.get("created")), updated_at=google_time(event.get("updated")),
+            created_at=parse_time(event.get("created")), updated_at=parse_time(event.get("updated")),
             web_url=event.get("htmlLink") or "", calendar_id=calendar_id,
             start=start.get("dateTime") or start.get("date") or "", end=end.get("dateTime") or end.get("date") or "",
             all_day="date" in start and "dateTime" not in start, location=event.get("location") or "",

@@ -37,7 +37,8 @@ from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField, Fil
 from connectors.http import HttpError
 from connectors.registry import source
 from connectors.sources._cloud_files import FileFetcher, unsupported_reason
-from connectors.sources._google import google_json, google_time
+from connectors.sources._google import google_json
+from connectors.sources._saas import parse_time
 
 logger = logging.getLogger(__name__)
 
@@ -212,7 +213,7 @@ class GoogleDriveSource(BaseSource):
         modifier = (item.get("lastModifyingUser") or {}).get("emailAddress")
         return GoogleDriveFileEntity(
             entity_id=item["id"], name=name, breadcrumbs=self._breadcrumbs(item),
-            created_at=google_time(item.get("createdTime")), updated_at=google_time(item.get("modifiedTime")),
+            created_at=parse_time(item.get("createdTime")), updated_at=parse_time(item.get("modifiedTime")),
             web_url=item.get("webViewLink") or f"https://drive.google.com/file/d/{item['id']}/view",
             url=f"https://www.googleapis.com/drive/v3/files/{item['id']}",
             path=path, size=size or 0, mime_type=mime,

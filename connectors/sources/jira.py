@@ -37,16 +37,12 @@ from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField, Sou
 from connectors.http import HttpError, cursor_pages
 from connectors.registry import source
 from connectors.sources._atlassian import AUTH_FIELDS, AtlassianMixin, site_field, validate_site
+from connectors.sources._saas import parse_time
 
 _PROJECT_KEY = re.compile(r"^[A-Z][A-Z0-9_]{0,254}$")
 ISSUE_FIELDS = ("summary", "description", "status", "priority", "issuetype", "project", "assignee", "reporter",
                 "labels", "components", "created", "updated", "resolution", "parent", "comment")
 MARGIN_MINUTES = 5
-
-
-def parse_time(value: str | None) -> datetime | None:
-    """Jira's "2016-03-03T13:40:01.000+0000" (or ISO-8601) as an aware datetime."""
-    return datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None
 
 
 def _name(user: dict | None) -> str:

@@ -27,13 +27,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Iterator
 
 from connectors.auth.tokens import HeaderAuth
 from connectors.base import AuthFailure, BaseEntity, BaseSource, Breadcrumb, ConfigField, SourceError
 from connectors.http import RateLimited, cursor_pages
 from connectors.registry import source
+from connectors.sources._saas import parse_time
 
 API = "https://api.linear.app/graphql"
 MAX_RATELIMIT_RETRIES = 3
@@ -71,10 +71,6 @@ ISSUES = """query Issues($after: String, $filter: IssueFilter) {
 ISSUE_COMMENTS = """query IssueComments($id: String!, $after: String) {
   issue(id: $id) { comments(first: 50, after: $after) { nodes { %s } pageInfo { hasNextPage endCursor } } }
 }""" % _COMMENT
-
-
-def _time(value: str | None) -> datetime | None:
-    return datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None
 
 
 def _page(connection: dict) -> tuple[list, str | None]:
@@ -222,8 +218,8 @@ class LinearSource(BaseSource):
             self._teams[team["id"]] = team
             yield LinearTeamEntity(
                 entity_id=team["id"], name=team["name"], key=team.get("key", ""),
-                description=team.get("description") or "", created_at=_time(team.get("createdAt")),
-                updated_at=_time(team.get("updatedAt")), web_url=f"https://linear.app/team/{team.get('key', '')}",
+                description=team.get("description") or "", created_at=parse_time(team.get("createdAt")),
+                updated_at=parse_time(team.get("updatedAt")), web_url=f"https://linear.app/team/{team.get('key', '')}",
                 raw_source_fields={"key": team.get("key")})
         self._deleted += [t for t in cursor.get("teams") or [] if t not in self._teams]
 
@@ -240,7 +236,7 @@ class LinearSource(BaseSource):
             yield LinearProjectEntity(
                 entity_id=project["id"], name=project["name"], breadcrumbs=crumbs, state=project.get("state") or "",
                 lead=lead, description=project.get("description") or "", web_url=project.get("url") or "",
-                created_at=_time(project.get("createdAt")), updated_at=_time(project.get("updatedAt")),
+                created_at=parse_time(project.get("createdAt")), updated_at=parse_time(project.get("updatedAt")),
                 raw_source_fields={"state": project.get("state"), "lead": lead,
                                    "team_keys": [t.get("key") for t in teams]})
 
@@ -272,7 +268,7 @@ class LinearSource(BaseSource):
             entity_id=issue["id"], name=name, breadcrumbs=crumbs, identifier=issue["identifier"],
             state=state.get("name", ""), priority=issue.get("priorityLabel") or "", assignee=assignee, labels=labels,
             description=issue.get("description") or "", web_url=issue.get("url") or "",
-            created_at=_time(issue.get("createdAt")), updated_at=_time(issue.get("updatedAt")),
+            created_at=parse_time(issue.get("createdAt")), updated_at=parse_time(issue.get("updatedAt")),
             raw_source_fields={"identifier": issue["identifier"], "team_key": team.get("key"),
                                "project": project.get("name"), "state": state.get("name"),
                                "state_type": state.get("type"), "priority": issue.get("priority"),
@@ -289,8 +285,8 @@ class LinearSource(BaseSource):
             yield LinearCommentEntity(
                 entity_id=comment["id"], name=f"{name} (comment by {author})", breadcrumbs=issue_crumbs,
                 issue_identifier=issue["identifier"], author=author, body=comment.get("body") or "",
-                web_url=comment.get("url") or "", created_at=_time(comment.get("createdAt")),
-                updated_at=_time(comment.get("updatedAt")),
+                web_url=comment.get("url") or "", created_at=parse_time(comment.get("createdAt")),
+                updated_at=parse_time(comment.get("updatedAt")),
                 raw_source_fields={"issue_identifier": issue["identifier"], "author": author})
         self._deleted += [c for c in previous_comments if c not in seen]
         self._comments[issue["id"]] = seen

@@ -30,22 +30,18 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Iterator
 
 from connectors.auth.tokens import BearerAuth
 from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField
 from connectors.http import HttpError, cursor_pages
 from connectors.registry import source
+from connectors.sources._saas import parse_time
 
 logger = logging.getLogger(__name__)
 
 NOTION_VERSION = "2025-09-03"
 MAX_DEPTH = 8  # nesting levels of blocks read below a page
-
-
-def _time(value: str | None) -> datetime | None:
-    return datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None
 
 
 def plain_text(rich_text: list | None) -> str:
@@ -244,7 +240,7 @@ class NotionSource(BaseSource):
             raw["properties"] = simple
         return NotionPageEntity(
             entity_id=page["id"], name=_title_of(page) or "Untitled", breadcrumbs=self._breadcrumbs(page),
-            created_at=_time(page.get("created_time")), updated_at=_time(page.get("last_edited_time")),
+            created_at=parse_time(page.get("created_time")), updated_at=parse_time(page.get("last_edited_time")),
             web_url=page.get("url") or "", url=f"https://api.notion.com/v1/pages/{page['id']}",
             properties_text=props_text, content=content, parent_type=parent_type, raw_source_fields=raw)
 
@@ -253,7 +249,7 @@ class NotionSource(BaseSource):
         parent = ds.get("parent") or {}
         return NotionDatabaseEntity(
             entity_id=ds["id"], name=_title_of(ds) or "Untitled database", breadcrumbs=self._breadcrumbs(ds),
-            created_at=_time(ds.get("created_time")), updated_at=_time(ds.get("last_edited_time")),
+            created_at=parse_time(ds.get("created_time")), updated_at=parse_time(ds.get("last_edited_time")),
             web_url=ds.get("url") or "", url=f"https://api.notion.com/v1/data_sources/{ds['id']}",
             description=plain_text(ds.get("description")), schema=schema,
             raw_source_fields={"database_id": parent.get("database_id"), "is_inline": ds.get("is_inline", False),

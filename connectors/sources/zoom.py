@@ -44,6 +44,7 @@ from connectors.auth.tokens import Auth
 from connectors.base import AuthFailure, BaseEntity, BaseSource, Breadcrumb, ConfigField, SkipEntity, SourceError
 from connectors.http import HttpError
 from connectors.registry import source
+from connectors.sources._saas import parse_time
 
 TOKEN_URL = "https://zoom.us/oauth/token"
 PAGE_SIZE = 300
@@ -75,13 +76,6 @@ def vtt_to_text(vtt: str) -> str:
         else:
             lines.append(text)
     return "\n".join(lines)
-
-
-def zoom_time(value: str | None) -> datetime | None:
-    """A Zoom timestamp ("2024-05-01T10:00:00Z") as an aware datetime."""
-    if not value:
-        return None
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))
 
 
 class ZoomAccountAuth(Auth):
@@ -283,8 +277,8 @@ class ZoomSource(BaseSource):
     def _meeting(self, meeting: dict, host: str, user: dict, crumbs: list[Breadcrumb]) -> ZoomMeetingEntity:
         return ZoomMeetingEntity(
             entity_id=f"meeting:{meeting['uuid']}", name=meeting.get("topic") or "(untitled meeting)",
-            breadcrumbs=crumbs, created_at=zoom_time(meeting.get("start_time")),
-            updated_at=zoom_time(meeting.get("start_time")), web_url=meeting.get("join_url") or "",
+            breadcrumbs=crumbs, created_at=parse_time(meeting.get("start_time")),
+            updated_at=parse_time(meeting.get("start_time")), web_url=meeting.get("join_url") or "",
             topic=meeting.get("topic") or "", agenda=meeting.get("agenda") or "", host=host,
             duration_minutes=int(meeting.get("duration") or 0),
             raw_source_fields={"meeting_id": meeting.get("id"), "host_email": user.get("email"),
@@ -304,8 +298,8 @@ class ZoomSource(BaseSource):
             kind = "Transcript" if item["file_type"] == "TRANSCRIPT" else "Chat"
             yield ZoomRecordingFileEntity(
                 entity_id=entity_id, name=f"{kind}: {recording.get('topic') or 'meeting'}",
-                breadcrumbs=crumbs + [meeting_crumb], created_at=zoom_time(item.get("recording_start")),
-                updated_at=zoom_time(item.get("recording_end")),
+                breadcrumbs=crumbs + [meeting_crumb], created_at=parse_time(item.get("recording_start")),
+                updated_at=parse_time(item.get("recording_end")),
                 web_url=recording.get("share_url") or item.get("play_url") or "", file_id=item["id"],
                 file_type=item["file_type"], size=int(item.get("file_size") or 0), topic=recording.get("topic") or "",
                 load=self._loader(item["download_url"], suffix),
