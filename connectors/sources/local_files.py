@@ -3,7 +3,9 @@
 Config: `path` (folder or file), `include` / `exclude` (glob patterns on the path relative
 to the root; `**` crosses folders; a pattern without `/` matches a file or folder name at any
 depth; a folder that matches matches everything below it). Hidden files and folders,
-`node_modules`, `__pycache__` and Office lock files (`~$x.docx`) are always skipped.
+`node_modules`, `__pycache__`, credential files (`*.pem`, `*.key`, `id_*`) and Office lock files
+(`~$x.docx`) are always skipped; over the API a `path` that is or goes through a hidden or
+credential file or folder (`~/.ssh`, `~/.config/gh`, `.env`) is refused.
 
 Entities (DESIGN §1): `entity_id` = POSIX path relative to the root; `name` = front-matter
 title, else the file name; one Breadcrumb per folder; `web_url` = file:// URI; front-matter
@@ -35,6 +37,7 @@ from connectors.registry import source
 logger = logging.getLogger(__name__)
 
 ALWAYS_SKIPPED_DIRS = frozenset({"node_modules", "__pycache__"})
+CREDENTIAL_SUFFIXES = (".pem", ".key", ".p12", ".pfx", ".keystore", ".jks")
 _PROJECT_DIR = Path(__file__).resolve().parents[2]
 _MIME_OVERRIDES = {  # not known to every platform's mimetypes table
     ".md": "text/markdown", ".markdown": "text/markdown", ".mdx": "text/markdown",
@@ -99,9 +102,17 @@ class LocalFilesSource(BaseSource):
             resolved = expanded.resolve()
         except (OSError, RuntimeError) as exc:  # "~unknownuser", loops, bad bytes
             raise ValueError(f"config field 'path': cannot resolve {raw!r} ({exc})") from exc
-        if for_api and not any(resolved.is_relative_to(root) for root in allowed_roots()):
-            raise ValueError(f"config field 'path': {raw!r} is outside the folders this server "
-                             "allows (AIRWEAVE_LOCAL_ROOTS)")
+        if for_api:
+            root = next((root for root in allowed_roots() if resolved.is_relative_to(root)), None)
+            if root is None:
+                raise ValueError(f"config field 'path': {raw!r} is outside the folders this server "
+                                 "allows (AIRWEAVE_LOCAL_ROOTS)")
+            secret = next((part for part in (expanded.parts if expanded.is_relative_to(root) else ())
+                           + resolved.relative_to(root).parts if is_secret_name(part)), None)
+            if secret is not None:
+                raise ValueError(f"config field 'path': {raw!r} goes through {secret!r}, a hidden or credential "
+                                 "file or folder (.ssh, .aws, .env, *.pem, id_* …); its contents would be "
+                                 "searchable by the whole organization. Choose a folder of documents instead")
         if not resolved.exists():
             raise ValueError(f"config field 'path': {raw!r} does not exist")
         if not (resolved.is_dir() or resolved.is_file()):
@@ -246,8 +257,14 @@ def _setting(name: str, default):
     return getattr(settings, name, default)
 
 
+def is_secret_name(name: str) -> bool:
+    """True for a hidden file or folder (`.ssh`, `.aws`, `.config`, `.env`, `.netrc` …) or a
+    credential file by its name (`*.pem`, `*.key`, `*.p12`, `id_rsa`, `id_ed25519.pub` …)."""
+    return name.startswith(".") or name.lower().endswith(CREDENTIAL_SUFFIXES) or name.startswith("id_")
+
+
 def _always_skipped(name: str) -> bool:
-    return name.startswith(".") or name.startswith("~$") or name in ALWAYS_SKIPPED_DIRS
+    return is_secret_name(name) or name.startswith("~$") or name in ALWAYS_SKIPPED_DIRS
 
 
 def _is_listed(parts: tuple[str, ...], include) -> bool:

@@ -231,3 +231,24 @@ def test_mixed_formats_end_to_end():
             outcomes[exc.reason] += 1
     assert outcomes == {"ok": 26, "encrypted PDF": 1, "empty: no text extracted": 1}
     assert {e.extension for e in entities} == {".md", ".csv", ".docx", ".html", ".pdf", ".pptx", ".xlsx"}
+
+
+@pytest.mark.parametrize("inside", [".ssh", ".config/gh", ".aws/credentials", ".netrc", ".env", "keys/server.pem",
+                                    "keys/id_ed25519"])
+def test_the_api_refuses_hidden_and_credential_paths(tmp_path, monkeypatch, inside):
+    home = tmp_path / "home"
+    target = home / inside
+    if inside == ".ssh":  # a folder of secrets
+        target.mkdir(parents=True)
+        (target / "config.md").write_text("Host prod\n  IdentityFile ~/.ssh/id_prod\n")
+    else:  # one secret file
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text("secret = hunter2\n")
+    monkeypatch.setattr(local_files, "allowed_roots", lambda: [home.resolve()])
+    with pytest.raises(ValueError, match="hidden or credential file or folder"):
+        LocalFilesSource.validate_config({"path": str(target)}, for_api=True)
+    # the folder of documents around it is fine, and the walk leaves the secret out
+    (home / "notes.md").write_text("# Notes\n")
+    LocalFilesSource.validate_config({"path": str(home)}, for_api=True)
+    listed = [e.entity_id for e in LocalFilesSource({"path": str(home)}).generate_entities({})]
+    assert listed == ["notes.md"]
