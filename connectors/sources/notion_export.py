@@ -6,14 +6,14 @@ export is a snapshot: every run is a full listing and the content hash keeps wha
 change, so syncing a newer export updates edited pages and deletes removed ones.
 
 Entities:
-- NotionPageEntity: `entity_id` = the Notion page id (the 32 hex digits of the file name; the
+- NotionExportPageEntity: `entity_id` = the Notion page id (the 32 hex digits of the file name; the
   relative path when an export has no ids); name = the page's `# Title`, else the file name's
   title; breadcrumbs = the parent pages and databases (from the folders); `web_url` =
   `https://www.notion.so/<id>`; database properties (`Key: value` lines under the title) go to
   `raw_source_fields.properties`, and `Created` / `Last edited time` set the dates when they
   parse. Links to other pages of the export keep their text and lose their file paths.
-- NotionDatabaseEntity: a database's CSV, rendered row by row (`Column: value | ...`).
-- NotionFileEntity: an attached file the converters read (PDF, DOCX, ...).
+- NotionExportDatabaseEntity: a database's CSV, rendered row by row (`Column: value | ...`).
+- NotionExportFileEntity: an attached file the converters read (PDF, DOCX, ...).
 """
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ _DATE_FORMATS = ("%B %d, %Y %I:%M %p", "%B %d, %Y", "%Y-%m-%dT%H:%M:%S.%fZ", "%Y
 
 
 @dataclass
-class NotionPageEntity(BaseEntity):
+class NotionExportPageEntity(BaseEntity):
     """A page (or a database row's page) of the export."""
 
     notion_id: str = ""
@@ -49,7 +49,7 @@ class NotionPageEntity(BaseEntity):
 
 
 @dataclass
-class NotionDatabaseEntity(BaseEntity):
+class NotionExportDatabaseEntity(BaseEntity):
     """A database, from its CSV export."""
 
     notion_id: str = ""
@@ -62,7 +62,7 @@ class NotionDatabaseEntity(BaseEntity):
 
 
 @dataclass
-class NotionFileEntity(BlobEntity):
+class NotionExportFileEntity(BlobEntity):
     """A file attached to a page (PDF, Office document, ...)."""
 
 
@@ -117,7 +117,7 @@ def _parse_date(value: str | None) -> datetime | None:
                 "and attached files.",
     auth_methods=("direct",),
     labels=("Knowledge Base",),
-    entity_types=(NotionPageEntity, NotionDatabaseEntity, NotionFileEntity),
+    entity_types=(NotionExportPageEntity, NotionExportDatabaseEntity, NotionExportFileEntity),
     config_fields=(
         ConfigField("path", "Export path", "string", "The unzipped export folder, or the export's .zip file.",
                     required=True),
@@ -145,7 +145,7 @@ class NotionExportSource(BaseSource):
             elif extension == ".csv":
                 yield self._database(tree, name, crumbs)
             elif extension in SUPPORTED_EXTENSIONS:
-                yield NotionFileEntity(
+                yield NotionExportFileEntity(
                     entity_id=name, name=path.name, breadcrumbs=crumbs, updated_at=tree.mtime(name),
                     raw_source_fields={"path": name, "extension": extension, "size_bytes": tree.size(name)},
                     file_name=path.name, size=tree.size(name),
@@ -159,9 +159,9 @@ class NotionExportSource(BaseSource):
         for name in names:
             path = PurePosixPath(name)
             if path.suffix.lower() in (".md", ".markdown"):
-                kinds.setdefault(str(path.with_suffix("")), "NotionPageEntity")
+                kinds.setdefault(str(path.with_suffix("")), "NotionExportPageEntity")
             elif path.suffix.lower() == ".csv":
-                kinds[str(path.with_suffix(""))] = "NotionDatabaseEntity"
+                kinds[str(path.with_suffix(""))] = "NotionExportDatabaseEntity"
         return kinds
 
     @staticmethod
@@ -184,7 +184,7 @@ class NotionExportSource(BaseSource):
         props = page_properties(document.text)
         created = _parse_date(props.get("Created") or props.get("Created time"))
         edited = _parse_date(props.get("Last edited time") or props.get("Last Edited")) or created
-        return NotionPageEntity(
+        return NotionExportPageEntity(
             entity_id=notion_id or name, name=document.title or file_title, breadcrumbs=crumbs,
             created_at=created, updated_at=edited,
             web_url=f"https://www.notion.so/{notion_id}" if notion_id else "",
@@ -202,7 +202,7 @@ class NotionExportSource(BaseSource):
             document = convert_bytes(tree.read(name, MAX_PAGE_BYTES), path.name, max_bytes=MAX_PAGE_BYTES)
         except SkipEntity as exc:
             return UnreadableEntity(entity_id=notion_id or name, name=title, reason=exc.reason)
-        return NotionDatabaseEntity(
+        return NotionExportDatabaseEntity(
             entity_id=notion_id or name, name=title, breadcrumbs=crumbs,
             web_url=f"https://www.notion.so/{notion_id}" if notion_id else "",
             raw_source_fields={"path": name, "notion_id": notion_id},

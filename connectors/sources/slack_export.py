@@ -7,9 +7,9 @@ keeps what did not change (nothing is re-embedded), so re-syncing a newer export
 edited messages and deletes removed ones.
 
 Entities:
-- SlackChannelEntity: `entity_id` = the channel id (e.g. `C081GUXUQ5U`); name `#general`;
+- SlackExportChannelEntity: `entity_id` = the channel id (e.g. `C081GUXUQ5U`); name `#general`;
   text = topic, purpose, members count.
-- SlackMessageEntity: `entity_id` = `<channel id>/<ts>`; breadcrumbs channel → thread parent
+- SlackExportMessageEntity: `entity_id` = `<channel id>/<ts>`; breadcrumbs channel → thread parent
   (for replies: the parent message's entity); name = the first words of the text; text = author,
   channel, date and the message with mentions (`<@U…>`, `<#C…|name>`, `<!here>`) and links
   resolved, then attached file names and link previews. `created_at` = ts, `updated_at` = the
@@ -51,7 +51,7 @@ _LINK = re.compile(r"<((?:https?|mailto|ftp):[^>|]+)(?:\|([^>]*))?>")
 
 
 @dataclass
-class SlackChannelEntity(BaseEntity):
+class SlackExportChannelEntity(BaseEntity):
     """A channel (public, private, multi-person or direct conversation) of the export."""
 
     channel_id: str = ""
@@ -72,7 +72,7 @@ class SlackChannelEntity(BaseEntity):
 
 
 @dataclass
-class SlackMessageEntity(BaseEntity):
+class SlackExportMessageEntity(BaseEntity):
     """One message (a thread parent, a reply, or a plain message)."""
 
     channel_id: str = ""
@@ -100,7 +100,7 @@ class SlackMessageEntity(BaseEntity):
                 "channels, messages and threads.",
     auth_methods=("direct",),
     labels=("Communication",),
-    entity_types=(SlackChannelEntity, SlackMessageEntity),
+    entity_types=(SlackExportChannelEntity, SlackExportMessageEntity),
     supports_temporal_relevance=True,
     config_fields=(
         ConfigField("path", "Export path", "string", "The export folder, or its .zip file.", required=True),
@@ -154,7 +154,7 @@ class SlackExportSource(BaseSource):
                 continue
             channel_entity = self._channel_entity(channel, workspace)
             yield channel_entity
-            crumb = Breadcrumb(channel_entity.entity_id, channel_entity.name, "SlackChannelEntity")
+            crumb = Breadcrumb(channel_entity.entity_id, channel_entity.name, "SlackExportChannelEntity")
             messages: list[dict] = []
             for day in sorted(folders[folder]):
                 try:
@@ -207,9 +207,9 @@ class SlackExportSource(BaseSource):
                 out.setdefault(c["id"], channel)
         return out
 
-    def _channel_entity(self, channel: dict, workspace: str) -> SlackChannelEntity:
+    def _channel_entity(self, channel: dict, workspace: str) -> SlackExportChannelEntity:
         created = _ts_datetime(channel.get("created"))
-        return SlackChannelEntity(
+        return SlackExportChannelEntity(
             entity_id=channel["id"], name=f"#{channel['name']}", created_at=created, updated_at=None,
             web_url=f"{workspace}/archives/{channel['id']}" if workspace else "",
             raw_source_fields={"channel_id": channel["id"], "channel": channel["name"], "kind": channel["kind"],
@@ -235,7 +235,7 @@ class SlackExportSource(BaseSource):
                 parent = by_ts.get(thread_ts)
                 parent_text = resolve_mrkdwn((parent or {}).get("text") or "", users, channels_by_id)
                 breadcrumbs.append(Breadcrumb(f"{channel['id']}/{thread_ts}", _snippet(parent_text) or
-                                              f"thread {thread_ts}", "SlackMessageEntity"))
+                                              f"thread {thread_ts}", "SlackExportMessageEntity"))
             files = [f for f in m.get("files") or [] if isinstance(f, dict)]
             extras = [f"File: {f.get('title') or f.get('name')}" for f in files if f.get('title') or f.get('name')]
             for a in m.get("attachments") or []:
@@ -251,7 +251,7 @@ class SlackExportSource(BaseSource):
                 url = f"{workspace}/archives/{channel['id']}/p{ts.replace('.', '')}"
                 if thread_ts and thread_ts != ts:
                     url += f"?thread_ts={thread_ts}&cid={channel['id']}"
-            yield SlackMessageEntity(
+            yield SlackExportMessageEntity(
                 entity_id=f"{channel['id']}/{ts}", name=_snippet(text) or f"Message by {author or 'someone'}",
                 breadcrumbs=breadcrumbs, created_at=created,
                 updated_at=_ts_datetime(edited.get("ts")) or created, web_url=url,

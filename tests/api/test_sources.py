@@ -61,9 +61,9 @@ def test_catalog_needs_credentials(db):
 OFFLINE = {
     # short name: (config fields in order, required config fields, auth fields, secret auth fields, entity types)
     "slack_export": (["path", "channels", "workspace_url"], {"path"}, [], set(),
-                     ["SlackChannelEntity", "SlackMessageEntity"]),
+                     ["SlackExportChannelEntity", "SlackExportMessageEntity"]),
     "notion_export": (["path"], {"path"}, [], set(),
-                      ["NotionPageEntity", "NotionDatabaseEntity", "NotionFileEntity"]),
+                      ["NotionExportPageEntity", "NotionExportDatabaseEntity", "NotionExportFileEntity"]),
     "mbox": (["path"], {"path"}, [], set(), ["EmailEntity", "EmailAttachmentEntity"]),
     "maildir": (["path", "folders"], {"path"}, [], set(), ["EmailEntity", "EmailAttachmentEntity"]),
     "imap": (["host", "port", "security", "verify_tls", "mailboxes"], {"host"}, ["username", "password"],

@@ -37,17 +37,17 @@ def test_helpers():
 def test_entities_of_the_real_export():
     entities = listing(EXPORT)
     types = [e.entity_type() for e in entities.values()]
-    assert types.count("NotionPageEntity") == 69 and types.count("NotionDatabaseEntity") == 2
+    assert types.count("NotionExportPageEntity") == 69 and types.count("NotionExportDatabaseEntity") == 2
     canon = entities[CANON]
     assert canon.name == "Canon TS5100"
     assert canon.breadcrumbs == [Breadcrumb("table", "table", "NotionFolder"),
-                                 Breadcrumb(APPLIANCES, "Appliances", "NotionDatabaseEntity")]
+                                 Breadcrumb(APPLIANCES, "Appliances", "NotionExportDatabaseEntity")]
     assert canon.web_url == f"https://www.notion.so/{CANON}"
     assert canon.raw_source_fields["properties"] == {"Tags": "Printer"}
     gradle = next(e for e in entities.values() if e.name == "Gradle")
     assert "Install Gradle" in gradle.text and "%20" not in gradle.text
     child = next(e for e in entities.values() if e.name == "Gradle Build Cache")
-    assert child.breadcrumbs[-1] == Breadcrumb(gradle.entity_id, "Gradle", "NotionPageEntity")
+    assert child.breadcrumbs[-1] == Breadcrumb(gradle.entity_id, "Gradle", "NotionExportPageEntity")
     clip = next(e for e in entities.values() if e.raw_source_fields.get("properties", {}).get("Created"))
     assert clip.created_at is not None and clip.raw_source_fields["url"].startswith("http")
     appliances = entities[APPLIANCES]
@@ -68,7 +68,7 @@ def test_zip_export_and_attached_files(tmp_path):
     from_zip = listing(archive)
     assert set(from_zip) == set(listing(root))
     manual = from_zip["table/manual.html"]
-    assert manual.entity_type() == "NotionFileEntity"
+    assert manual.entity_type() == "NotionExportFileEntity"
     assert convert_bytes(manual.read_bytes(), manual.file_name, max_bytes=10000).text.endswith("Load paper face down.")
 
 

@@ -46,20 +46,20 @@ def test_entities_of_the_real_export():
     by_type: dict[str, list] = {}
     for e in entities:
         by_type.setdefault(e.entity_type(), []).append(e)
-    assert len(by_type["SlackChannelEntity"]) == 5
+    assert len(by_type["SlackExportChannelEntity"]) == 5
     # 304 messages, less the bot_add / bot_remove notices
-    assert len(by_type["SlackMessageEntity"]) == 302
+    assert len(by_type["SlackExportMessageEntity"]) == 302
     ids = [e.entity_id for e in entities]
     assert len(ids) == len(set(ids))
 
-    announcements = next(e for e in by_type["SlackChannelEntity"] if e.name == "#announcements")
+    announcements = next(e for e in by_type["SlackExportChannelEntity"] if e.name == "#announcements")
     assert announcements.entity_id == CHANNEL
     assert announcements.web_url == f"https://getolake.slack.com/archives/{CHANNEL}"
 
-    reply = next(e for e in by_type["SlackMessageEntity"] if e.entity_id == f"{CHANNEL}/1779350959.142819")
-    assert reply.breadcrumbs[0] == Breadcrumb(CHANNEL, "#announcements", "SlackChannelEntity")
+    reply = next(e for e in by_type["SlackExportMessageEntity"] if e.entity_id == f"{CHANNEL}/1779350959.142819")
+    assert reply.breadcrumbs[0] == Breadcrumb(CHANNEL, "#announcements", "SlackExportChannelEntity")
     assert reply.breadcrumbs[1].entity_id == f"{CHANNEL}/1779348163.554399"
-    assert reply.breadcrumbs[1].entity_type == "SlackMessageEntity"
+    assert reply.breadcrumbs[1].entity_type == "SlackExportMessageEntity"
     assert reply.web_url == (f"https://getolake.slack.com/archives/{CHANNEL}/p1779350959142819"
                              f"?thread_ts=1779348163.554399&cid={CHANNEL}")
     assert reply.raw_source_fields["is_reply"] is True
@@ -69,10 +69,10 @@ def test_entities_of_the_real_export():
     assert text.startswith(f"{reply.raw_source_fields['author']} in #announcements (2026-05-21 08:09 UTC), in a thread:")
     assert "thank you for the merge" in text
 
-    with_files = [e for e in by_type["SlackMessageEntity"]
+    with_files = [e for e in by_type["SlackExportMessageEntity"]
                   if any(f["name"] or f["title"] for f in e.raw_source_fields["files"])]
     assert with_files and all("File: " in e.textual_representation() for e in with_files)
-    edited = [e for e in by_type["SlackMessageEntity"] if e.raw_source_fields["edited"]]
+    edited = [e for e in by_type["SlackExportMessageEntity"] if e.raw_source_fields["edited"]]
     assert edited and all(e.updated_at > e.created_at for e in edited)
 
 
