@@ -4,20 +4,41 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from airweave.api.compat import note_deprecated, note_ignored
 from airweave.collections.models import Collection, SourceConnection, SyncJob
 from airweave.collections.selectors import collection_status, entity_counts_by_type
 from connectors.auth.oauth import auth_summary
 
 
 class StrictSerializer(serializers.Serializer):
-    """Refuses fields it does not declare, so a typo is an error, not a silent no-op, and text
-    fields that receive a number or a boolean (DRF would quietly turn 42 into "42")."""
+    """Ignores fields it does not declare, as the public Airweave API does, and names them in the
+    answer's `Warning` header (airweave.api.compat) so a typo is still visible; with the context
+    `{"reject_unknown": True}` (the websocket, where no header exists) they are an error instead.
+    Text fields that receive a number or a boolean are refused (DRF would quietly turn 42 into "42")."""
+
+    def _field_path(self) -> list[str]:
+        path, node = [], self
+        while node is not None and node.parent is not None:
+            if node.field_name:  # the child of a list serializer has none
+                path.insert(0, node.field_name)
+            node = node.parent
+        return path
 
     def to_internal_value(self, data):
         if isinstance(data, dict):
             unknown = sorted(set(data) - set(self.fields))
-            if unknown:
+            if unknown and self.root.context.get("reject_unknown"):
                 raise serializers.ValidationError({k: ["Unknown field."] for k in unknown})
+            if unknown:
+                prefix = self._field_path()
+                for key in unknown:
+                    note_ignored(".".join([*prefix, str(key)]))
+                data = {k: v for k, v in data.items() if k in self.fields}
+            # null for an optional field means "not given", as in the real API's pydantic models
+            nulls = [k for k, v in data.items() if v is None and k in self.fields
+                     and not self.fields[k].required and not self.fields[k].allow_null]
+            if nulls:
+                data = {k: v for k, v in data.items() if k not in nulls}
             not_text = sorted(name for name, field in self.fields.items()
                               if isinstance(field, serializers.CharField) and name in data
                               and data[name] is not None and not isinstance(data[name], str))
@@ -155,6 +176,19 @@ class AuthenticationSerializer(StrictSerializer):
     client_secret = serializers.CharField(required=False)
     consumer_key = serializers.CharField(required=False)
     consumer_secret = serializers.CharField(required=False)
+    type = serializers.ChoiceField(
+        choices=["direct", "oauth_token", "oauth_browser", "oauth_byoc", "auth_provider"], required=False,
+        help_text="Optional name of the shape (Airweave's CLI sends it); the fields decide.")
+    provider_readable_id = serializers.CharField(
+        required=False, help_text="Airweave's auth-provider shape (Composio, Pipedream, ...): accepted, and "
+                                  "answered 422, as this server connects to no auth provider.")
+    provider_config = serializers.DictField(required=False, allow_null=True)
+
+    def to_internal_value(self, data):
+        # Ignoring every field would silently pick another flow: an object with no known field is an error.
+        if isinstance(data, dict) and data and not set(data) & set(self.fields):
+            raise serializers.ValidationError({k: ["Unknown field."] for k in sorted(data)})
+        return super().to_internal_value(data)
 
 
 
@@ -167,6 +201,9 @@ class SourceConnectionCreateSerializer(StrictSerializer):
     schedule = ScheduleSerializer(required=False, allow_null=True)
     sync_immediately = serializers.BooleanField(required=False, default=True)
     authentication = AuthenticationSerializer(required=False, allow_null=True)
+    redirect_url = serializers.URLField(
+        required=False, allow_null=True,
+        help_text="Where the browser returns after an OAuth flow (the same as authentication.redirect_uri).")
 
 
 class SourceConnectionUpdateSerializer(StrictSerializer):
@@ -174,6 +211,8 @@ class SourceConnectionUpdateSerializer(StrictSerializer):
     description = serializers.CharField(required=False, allow_blank=True, allow_null=True)
     config = serializers.DictField(required=False)
     schedule = ScheduleSerializer(required=False, allow_null=True)
+    authentication = AuthenticationSerializer(
+        required=False, allow_null=True, help_text="New direct credentials `{credentials: {...}}` (direct auth only).")
 
 
 def job_payload(job: SyncJob) -> dict:
@@ -281,12 +320,17 @@ class FilterGroupSerializer(serializers.Serializer):
 
 class InstantSearchRequestSerializer(StrictSerializer):
     query = serializers.CharField(max_length=2000, trim_whitespace=True)
-    retrieval_strategy = serializers.ChoiceField(choices=["hybrid", "semantic", "keyword"], required=False, default="hybrid")
+    retrieval_strategy = serializers.ChoiceField(
+        choices=["hybrid", "semantic", "keyword", "neural"], required=False, default="hybrid",
+        help_text="\"neural\" (what Airweave's CLI sends for --strategy neural) is taken as semantic.")
     filter = serializers.JSONField(required=False, allow_null=True, help_text="List of FilterGroup: AND inside a group, OR across groups.")
     limit = serializers.IntegerField(required=False, default=100, min_value=1, max_value=1000)
     offset = serializers.IntegerField(required=False, default=0, min_value=0)
     collapse_entities = serializers.BooleanField(
         required=False, default=False, help_text="Return at most one chunk (the best) per entity.")
+
+    def validate_retrieval_strategy(self, value):
+        return "semantic" if value == "neural" else value
 
 
 class SearchResultSerializer(serializers.Serializer):
@@ -322,6 +366,45 @@ class PipelineSearchRequestSerializer(StrictSerializer):
     generate_answer = serializers.BooleanField(required=False, allow_null=True, default=None)
     recency_weight = serializers.FloatField(required=False, allow_null=True, min_value=0, max_value=1,
                                             help_text="Blend freshness into the score (0 = off).")
+    # The older request shapes of the public API, still accepted (X-API-Deprecation names them).
+    temporal_relevance = serializers.FloatField(required=False, allow_null=True, min_value=0, max_value=1,
+                                                help_text="Deprecated: recency_weight.")
+    response_type = serializers.ChoiceField(choices=["raw", "completion"], required=False, allow_null=True,
+                                            help_text="Deprecated: completion = generate_answer true.")
+    search_method = serializers.ChoiceField(choices=["hybrid", "neural", "keyword"], required=False, allow_null=True,
+                                            help_text="Deprecated: retrieval_strategy.")
+    recency_bias = serializers.FloatField(required=False, allow_null=True, min_value=0, max_value=1,
+                                          help_text="Deprecated: recency_weight.")
+    enable_reranking = serializers.BooleanField(required=False, allow_null=True, help_text="Deprecated: rerank.")
+    enable_query_interpretation = serializers.BooleanField(required=False, allow_null=True,
+                                                           help_text="Deprecated: interpret_filters.")
+    expansion_strategy = serializers.ChoiceField(choices=["auto", "llm", "no_expansion"], required=False,
+                                                 allow_null=True, help_text="Deprecated: expand_query.")
+    score_threshold = serializers.FloatField(required=False, allow_null=True,
+                                             help_text="Deprecated and ignored: scores of fused rankings are not "
+                                                       "comparable across queries.")
+
+    LEGACY = {"temporal_relevance": "recency_weight", "recency_bias": "recency_weight",
+              "search_method": "retrieval_strategy", "enable_reranking": "rerank",
+              "enable_query_interpretation": "interpret_filters", "response_type": "generate_answer",
+              "expansion_strategy": "expand_query", "score_threshold": None}
+
+    def validate(self, data):
+        """Map the legacy fields onto the current ones (a current field given too wins)."""
+        for old, new in self.LEGACY.items():
+            if old not in data:
+                continue
+            value = data.pop(old)
+            note_deprecated(f"{old} is deprecated" + (f"; use {new}" if new else " and ignored"))
+            if new is None or value is None:
+                continue
+            if old == "response_type":
+                value = value == "completion"
+            elif old == "expansion_strategy":
+                value = value != "no_expansion"
+            if data.get(new) is None:
+                data[new] = value
+        return data
 
 
 class PipelineResultSerializer(serializers.Serializer):
@@ -358,7 +441,8 @@ class AgenticSearchRequestSerializer(StrictSerializer):
     query = serializers.CharField(max_length=2000)
     thinking = serializers.BooleanField(required=False, default=False)
     filter = serializers.JSONField(required=False, allow_null=True, help_text="List of FilterGroup.")
-    limit = serializers.IntegerField(required=False, default=100, min_value=1, max_value=1000)
+    limit = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=1, max_value=1000,
+                                     help_text="Most results; null or absent: the agent decides.")
 
 
 # --- Push API (POST /collections/{readable_id}/documents) ---

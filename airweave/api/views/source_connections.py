@@ -51,11 +51,13 @@ class SourceConnectionListView(APIView):
         v = data.validated_data
         collection = selectors.collection_get(organization=request.organization, readable_id=v["readable_collection_id"])
         schedule = v.get("schedule") or {}
-        authentication = {k: val for k, val in (v.get("authentication") or {}).items() if val is not None}
+        authentication = {k: val for k, val in (v.get("authentication") or {}).items()
+                          if val is not None and k != "type"}  # the fields tell the shapes apart
         connection = services.source_connection_create(
             collection=collection, short_name=v["short_name"], name=v.get("name"), description=v.get("description") or "",
             config=v.get("config") or {}, authentication=authentication,
             cron_schedule=schedule.get("cron") or "", sync_immediately=v["sync_immediately"], created_by=_user(request),
+            redirect_url=v.get("redirect_url"),
         )
         return Response(_detail(selectors.source_connection_get(organization=request.organization, id=connection.id), request),
                         status=201)
@@ -71,7 +73,11 @@ class SourceConnectionDetailView(APIView):
         connection = selectors.source_connection_get(organization=request.organization, id=id)
         data = SourceConnectionUpdateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        services.source_connection_update(source_connection=connection, modified_by=_user(request), **data.validated_data)
+        fields = dict(data.validated_data)
+        authentication = {k: val for k, val in (fields.pop("authentication", None) or {}).items()
+                          if val is not None and k != "type"}
+        services.source_connection_update(source_connection=connection, modified_by=_user(request),
+                                          authentication=authentication or None, **fields)
         return Response(_detail(selectors.source_connection_get(organization=request.organization, id=id), request))
 
     @extend_schema(responses=SourceConnectionSchema)
