@@ -177,6 +177,26 @@ def _epoch_seconds(value) -> float:
                                 "authentication.expires_at")
 
 
+def source_connection_reinitiate_oauth(*, source_connection: SourceConnection, redirect_url: str | None = None,
+                                      callback_url: str | None = None) -> SourceConnection:
+    """Start a fresh OAuth browser flow for a connection (a new `auth.auth_url`), e.g. when the
+    last link expired or the token was revoked (`needs_reauth`). Keeps the connection's own OAuth
+    client (bring-your-own-client) and the previous flow's redirect URL unless `redirect_url` is given.
+    Raises SourceConnectionError when the connection does not authenticate through OAuth."""
+    from connectors.auth.oauth import AuthorizationError, pending_redirect_url, start_authorization
+
+    if source_connection.auth_method not in ("oauth_browser", "oauth_byoc"):
+        raise SourceConnectionError(f"this connection authenticates with {source_connection.auth_method}, not an OAuth "
+                                    "browser flow: update its credentials instead", "auth_method")
+    try:
+        start_authorization(source_connection, redirect_url or pending_redirect_url(source_connection),
+                            callback_url=callback_url, sync_after=True)
+    except AuthorizationError as exc:
+        raise SourceConnectionError(str(exc), "authentication") from None
+    source_connection.refresh_from_db()
+    return source_connection
+
+
 def source_connection_delete(*, source_connection: SourceConnection) -> None:
     """Delete a connection with its sync, jobs, entities and chunks."""
     source_connection.delete()

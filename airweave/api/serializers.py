@@ -563,3 +563,69 @@ def api_key_payload(api_key, key: str | None = None) -> dict:
     if key is not None:
         payload["decrypted_key"] = key
     return APIKeySerializer(payload).data
+
+
+# --- Organizations, the current user, health ---
+class OrganizationWithRoleSerializer(serializers.Serializer):
+    """OrganizationWithRole of the public Airweave API."""
+
+    id = serializers.UUIDField()
+    name = serializers.CharField()
+    description = serializers.CharField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    modified_at = serializers.DateTimeField()
+    role = serializers.ChoiceField(choices=["owner", "admin", "member"], allow_null=True)
+    is_primary = serializers.BooleanField()
+
+
+def organization_payload(organization, role: str | None, primary: bool) -> dict:
+    """One organization with the caller's role in it."""
+    return {"id": organization.id, "name": organization.name, "description": None,
+            "created_at": organization.created_at, "modified_at": organization.modified_at,
+            "role": role, "is_primary": primary}
+
+
+class UserOrganizationSerializer(serializers.Serializer):
+    organization = OrganizationWithRoleSerializer()
+    role = serializers.ChoiceField(choices=["owner", "admin", "member"], allow_null=True)
+    is_primary = serializers.BooleanField()
+
+
+class UserSerializer(serializers.Serializer):
+    """User of the public Airweave API (`auth0_id` is always null: this server is its own identity provider)."""
+
+    id = serializers.UUIDField()
+    email = serializers.EmailField()
+    full_name = serializers.CharField(allow_blank=True, allow_null=True)
+    picture = serializers.CharField(allow_null=True)
+    auth0_id = serializers.CharField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    modified_at = serializers.DateTimeField()
+    primary_organization_id = serializers.UUIDField(allow_null=True)
+    user_organizations = UserOrganizationSerializer(many=True)
+
+
+def user_payload(user, pairs: list[tuple], primary) -> dict:
+    """The User shape for `user` with its (organization, role) pairs; `primary` is the current organization."""
+    return {"id": user.id, "email": user.email, "full_name": user.full_name or None, "picture": None,
+            "auth0_id": None, "created_at": user.date_joined, "modified_at": user.date_joined,
+            "primary_organization_id": primary.id if primary else None,
+            "user_organizations": [{"organization": organization_payload(org, role, primary is not None and org.pk == primary.pk),
+                                    "role": role, "is_primary": primary is not None and org.pk == primary.pk}
+                                   for org, role in pairs]}
+
+
+class HealthSerializer(serializers.Serializer):
+    status = serializers.CharField()
+
+
+class ReadinessCheckSerializer(serializers.Serializer):
+    ok = serializers.BooleanField()
+    detail = serializers.CharField()
+    fix = serializers.CharField(required=False)
+
+
+class ReadinessSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=["ready", "not_ready"])
+    checks = serializers.DictField(child=ReadinessCheckSerializer())
+    detail = serializers.CharField(required=False, help_text="What is wrong, and the fix, when not ready.")

@@ -4,7 +4,7 @@ from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
 
 from airweave.api import schema  # noqa: F401  (registers the OpenAPI security scheme)
 from airweave.api.compat import ApiUUIDConverter
-from airweave.api.views import api_keys, collections, documents, search, source_connections, sources, sync
+from airweave.api.views import account, api_keys, collections, documents, health, search, source_connections, sources, sync
 
 register_converter(ApiUUIDConverter, "id")
 
@@ -27,10 +27,18 @@ urlpatterns = [
     path("source-connections/callback", source_connections.SourceConnectionCallbackView.as_view()),
     path("source-connections/authorize/<str:claim>", source_connections.SourceConnectionAuthorizeView.as_view()),
     path("source-connections/<id:id>", source_connections.SourceConnectionDetailView.as_view()),
+    path("source-connections/<id:id>/verify-oauth", source_connections.SourceConnectionVerifyOAuthView.as_view()),
+    path("source-connections/<id:id>/reinitiate-oauth", source_connections.SourceConnectionReinitiateOAuthView.as_view()),
     path("source-connections/<id:id>/run", source_connections.SourceConnectionRunView.as_view()),
     path("source-connections/<id:id>/jobs", source_connections.SourceConnectionJobsView.as_view()),
     path("source-connections/<id:id>/jobs/<id:job_id>/cancel", source_connections.SourceConnectionJobCancelView.as_view()),
     path("sync/job/<id:job_id>/subscribe", sync.SyncJobSubscribeView.as_view()),
+    path("sync/job/<id:job_id>/subscribe-state", sync.SyncJobSubscribeStateView.as_view()),
+    path("health", health.HealthView.as_view()),
+    path("health/live", health.LivenessView.as_view()),
+    path("health/ready", health.ReadinessView.as_view()),
+    path("organizations", account.OrganizationListView.as_view()),
+    path("users/me", account.CurrentUserView.as_view()),
     path("api-keys", api_keys.APIKeyListView.as_view()),
     path("api-keys/<id:id>", api_keys.APIKeyDetailView.as_view()),
     path("api-keys/<id:id>/rotate", api_keys.APIKeyRotateView.as_view()),

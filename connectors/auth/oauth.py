@@ -412,6 +412,15 @@ def _flow_succeeded(connection, credentials: dict, pending: dict) -> None:
         connection.refresh_from_db()
 
 
+def pending_redirect_url(connection) -> str | None:
+    """The redirect URL of the connection's last browser flow (None if it had none)."""
+    try:
+        pending = decrypt_json(connection.encrypted_credentials).get(PENDING_KEY) or {}
+    except Exception:  # a key rotated away: no previous flow to learn from
+        return None
+    return pending.get("redirect_url") or None
+
+
 def auth_summary(connection) -> dict:
     """The `auth` object of a SourceConnection (API.md): method, authenticated, authenticated_at,
     expires_at (of the access token), and while a browser flow waits: auth_url, auth_url_expires,
