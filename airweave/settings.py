@@ -45,6 +45,7 @@ INSTALLED_APPS = [
     "allauth.account",
     "allauth.socialaccount",
     "airweave.mcp",
+    "airweave.webhooks",
 ]
 
 MIDDLEWARE = [

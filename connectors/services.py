@@ -9,7 +9,9 @@ from django.utils.dateparse import parse_datetime
 
 from airweave.collections.models import Collection, SourceConnection, Sync
 from airweave.collections.selectors import source_connection_count
+from airweave.collections.services import source_connection_event_payload
 from airweave.crypto import encrypt_json
+from airweave.events import publish_domain_event
 from airweave.tenancy.models import Organization
 from airweave.tenancy.quotas import SOURCE_CONNECTIONS, quota_ensure
 from connectors.registry import get_source
@@ -87,6 +89,8 @@ def source_connection_create(*, collection: Collection, short_name: str, name: s
             except AuthorizationError as exc:
                 raise SourceConnectionError(str(exc), "authentication") from None
             connection.refresh_from_db()
+    publish_domain_event(connection.organization_id, "source_connection.created",
+                         source_connection_event_payload(connection))
     if sync_immediately and authenticated:
         from connectors.sync.services import sync_job_start
 
@@ -199,7 +203,9 @@ def source_connection_reinitiate_oauth(*, source_connection: SourceConnection, r
 
 def source_connection_delete(*, source_connection: SourceConnection) -> None:
     """Delete a connection with its sync, jobs, entities and chunks."""
+    payload, organization_id = source_connection_event_payload(source_connection), source_connection.organization_id
     source_connection.delete()
+    publish_domain_event(organization_id, "source_connection.deleted", payload)
 
 
 def source_connection_update(*, source_connection: SourceConnection, name: str | None = None,

@@ -629,3 +629,107 @@ class ReadinessSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=["ready", "not_ready"])
     checks = serializers.DictField(child=ReadinessCheckSerializer())
     detail = serializers.CharField(required=False, help_text="What is wrong, and the fix, when not ready.")
+
+
+# --- Webhooks (the shapes of Airweave's SDK: WebhookSubscription, WebhookMessage, DeliveryAttempt, RecoveryTask) ---
+WEBHOOK_EVENT_TYPES = ["sync.pending", "sync.running", "sync.completed", "sync.failed", "sync.cancelled",
+                       "source_connection.created", "source_connection.auth_completed", "source_connection.deleted",
+                       "collection.created", "collection.updated", "collection.deleted"]
+
+
+class WebhookSubscriptionCreateSerializer(StrictSerializer):
+    url = serializers.URLField(max_length=2048, help_text="Where events are POSTed (http or https).")
+    event_types = serializers.ListField(child=serializers.ChoiceField(choices=WEBHOOK_EVENT_TYPES), min_length=1)
+    secret = serializers.CharField(required=False, allow_null=True, min_length=24, help_text=(
+        "Signing secret, whsec_ + base64 of 24 to 64 bytes; generated when absent."))
+    description = serializers.CharField(required=False, allow_blank=True, max_length=500)
+
+
+class WebhookSubscriptionUpdateSerializer(StrictSerializer):
+    url = serializers.URLField(max_length=2048, required=False)
+    event_types = serializers.ListField(child=serializers.ChoiceField(choices=WEBHOOK_EVENT_TYPES), min_length=1,
+                                        required=False)
+    disabled = serializers.BooleanField(required=False)
+    recover_since = serializers.DateTimeField(required=False, allow_null=True, help_text=(
+        "When re-enabling, send again what failed or was not sent since this time."))
+
+
+class WebhookRecoverSerializer(StrictSerializer):
+    since = serializers.DateTimeField()
+    until = serializers.DateTimeField(required=False, allow_null=True)
+
+
+class DeliveryAttemptSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    message_id = serializers.UUIDField()
+    endpoint_id = serializers.UUIDField(help_text="The subscription's id.")
+    response = serializers.CharField(allow_blank=True, allow_null=True, help_text="The first 1000 characters of the answer, or the error.")
+    response_status_code = serializers.IntegerField(help_text="0 when no answer came (refused, timed out).")
+    status = serializers.ChoiceField(choices=["success", "failed"])
+    timestamp = serializers.DateTimeField()
+    url = serializers.CharField()
+    duration_ms = serializers.IntegerField()
+    attempt = serializers.IntegerField()
+    trigger = serializers.CharField()
+
+
+def delivery_attempt_payload(attempt) -> dict:
+    return {"id": attempt.id, "message_id": attempt.message_id, "endpoint_id": attempt.subscription_id,
+            "response": attempt.response, "response_status_code": attempt.response_status_code,
+            "status": attempt.status, "timestamp": attempt.created_at, "url": attempt.url,
+            "duration_ms": attempt.duration_ms, "attempt": attempt.number, "trigger": attempt.trigger}
+
+
+class WebhookSubscriptionSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    url = serializers.CharField()
+    filter_types = serializers.ListField(child=serializers.CharField(), help_text="The subscribed event types.")
+    disabled = serializers.BooleanField()
+    description = serializers.CharField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+    health_status = serializers.ChoiceField(choices=["healthy", "degraded", "failing", "unknown"])
+
+
+class WebhookSubscriptionDetailSerializer(WebhookSubscriptionSerializer):
+    delivery_attempts = DeliveryAttemptSerializer(many=True)
+    secret = serializers.CharField(required=False, help_text="Only with ?include_secret=true.")
+
+
+def webhook_subscription_payload(subscription, health: str, attempts=None, secret: str | None = None) -> dict:
+    payload = {"id": subscription.id, "url": subscription.url, "filter_types": subscription.event_types,
+               "disabled": subscription.disabled, "description": subscription.description or None,
+               "created_at": subscription.created_at, "updated_at": subscription.updated_at, "health_status": health}
+    if attempts is not None:
+        payload["delivery_attempts"] = [delivery_attempt_payload(a) for a in attempts]
+    if secret is not None:
+        payload["secret"] = secret
+    return payload
+
+
+class WebhookMessageSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    event_type = serializers.CharField()
+    payload = serializers.JSONField()
+    timestamp = serializers.DateTimeField()
+    channels = serializers.ListField(child=serializers.CharField(), allow_null=True)
+    tags = serializers.ListField(child=serializers.CharField(), allow_null=True)
+
+
+class WebhookMessageWithAttemptsSerializer(WebhookMessageSerializer):
+    delivery_attempts = DeliveryAttemptSerializer(many=True, required=False, help_text="With ?include_attempts=true.")
+
+
+def webhook_message_payload(message, attempts=None) -> dict:
+    payload = {"id": message.id, "event_type": message.event_type, "payload": message.payload,
+               "timestamp": message.created_at, "channels": None, "tags": None}
+    if attempts is not None:
+        payload["delivery_attempts"] = [delivery_attempt_payload(a) for a in attempts]
+    return payload
+
+
+class RecoveryTaskSerializer(serializers.Serializer):
+    id = serializers.UUIDField(help_text="Identifies this recovery in the server log; it is not stored.")
+    status = serializers.ChoiceField(choices=["running", "completed"],
+                                     help_text="running: messages were queued; completed: nothing to send.")
+    queued_messages = serializers.IntegerField()

@@ -4,7 +4,7 @@ from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
 
 from airweave.api import schema  # noqa: F401  (registers the OpenAPI security scheme)
 from airweave.api.compat import ApiUUIDConverter
-from airweave.api.views import account, api_keys, collections, documents, health, search, source_connections, sources, sync
+from airweave.api.views import account, api_keys, collections, documents, health, search, source_connections, sources, sync, webhooks
 
 register_converter(ApiUUIDConverter, "id")
 
@@ -39,6 +39,11 @@ urlpatterns = [
     path("health/ready", health.ReadinessView.as_view()),
     path("organizations", account.OrganizationListView.as_view()),
     path("users/me", account.CurrentUserView.as_view()),
+    path("webhooks/subscriptions", webhooks.WebhookSubscriptionListView.as_view()),
+    path("webhooks/subscriptions/<id:id>", webhooks.WebhookSubscriptionDetailView.as_view()),
+    path("webhooks/subscriptions/<id:id>/recover", webhooks.WebhookRecoverView.as_view()),
+    path("webhooks/messages", webhooks.WebhookMessageListView.as_view()),
+    path("webhooks/messages/<id:id>", webhooks.WebhookMessageDetailView.as_view()),
     path("api-keys", api_keys.APIKeyListView.as_view()),
     path("api-keys/<id:id>", api_keys.APIKeyDetailView.as_view()),
     path("api-keys/<id:id>/rotate", api_keys.APIKeyRotateView.as_view()),

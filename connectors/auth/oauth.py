@@ -338,6 +338,11 @@ def complete_authorization(*, state: str, code: str | None = None, browser_nonce
         _flow_failed(connection, str(exc))
         raise AuthorizationError(str(exc), status, connection, pending.get("redirect_url", "")) from None
     _flow_succeeded(connection, {**_client_of(credentials), **tokens}, pending)
+    from airweave.events import publish_domain_event
+    from airweave.collections.services import source_connection_event_payload
+
+    publish_domain_event(connection.organization_id, "source_connection.auth_completed",
+                         source_connection_event_payload(connection))
     return CompletedAuthorization(connection=connection, redirect_url=pending.get("redirect_url", ""))
 
 
