@@ -69,3 +69,24 @@ def publish_to_group(group: str, event: dict) -> None:
     except Exception:
         logger.warning("could not publish %s to %s", event.get("type"), group, exc_info=True)
 
+
+
+# --- Domain events: what happened to an organization's data, for listeners such as webhooks ---
+_domain_handlers: list = []
+
+
+def on_domain_event(handler):
+    """Register `handler(organization_id, event_type, payload)` for every domain event (idempotent)."""
+    if handler not in _domain_handlers:
+        _domain_handlers.append(handler)
+    return handler
+
+
+def publish_domain_event(organization_id, event_type: str, payload: dict) -> None:
+    """Tell the registered listeners that `event_type` (e.g. "sync.completed") happened in an
+    organization; `payload` is JSON-ready. A failing listener is logged and never fails the caller."""
+    for handler in list(_domain_handlers):
+        try:
+            handler(organization_id, event_type, payload)
+        except Exception:
+            logger.exception("domain event listener failed for %s", event_type)

@@ -45,10 +45,12 @@ INSTALLED_APPS = [
     "allauth.account",
     "allauth.socialaccount",
     "airweave.mcp",
+    "airweave.webhooks",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "airweave.api.compat.APICompatibilityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",

@@ -10,3 +10,5 @@ urlpatterns = [
     path("", include("airweave.oauth.urls")),
     path("", include("airweave.api.urls")),
 ]
+
+handler500 = "airweave.api.compat.server_error"

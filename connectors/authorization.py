@@ -35,7 +35,9 @@ from oauthlib.oauth2 import OAuth2Error, WebApplicationClient
 from requests_oauthlib import OAuth1Session, OAuth2Session
 from requests_oauthlib.oauth1_session import TokenRequestDenied
 
+from airweave.collections.services import source_connection_event_payload
 from airweave.crypto import decrypt_json
+from airweave.events import publish_domain_event
 from connectors.auth.oauth import (TOKEN_FIELDS, TokenEndpointError, client_auth_kwargs, oauth2_session,
                                    request_timeout, token_fields)
 from connectors.auth.providers import OAuthProvider, ProviderNotConfigured, get_provider
@@ -244,6 +246,8 @@ def complete_authorization(*, state: str, code: str | None = None, browser_nonce
         _flow_failed(connection, str(exc))
         raise AuthorizationError(str(exc), status, connection, pending.get("redirect_url", "")) from None
     _flow_succeeded(connection, {**_client_of(credentials), **tokens}, pending)
+    publish_domain_event(connection.organization_id, "source_connection.auth_completed",
+                         source_connection_event_payload(connection))
     return CompletedAuthorization(connection=connection, redirect_url=pending.get("redirect_url", ""))
 
 
@@ -312,6 +316,15 @@ def _flow_succeeded(connection, credentials: dict, pending: dict) -> None:
         except SyncAlreadyRunning:
             pass
         connection.refresh_from_db()
+
+
+def pending_redirect_url(connection) -> str | None:
+    """The redirect URL of the connection's last browser flow (None if it had none)."""
+    try:
+        pending = decrypt_json(connection.encrypted_credentials).get(PENDING_KEY) or {}
+    except Exception:  # a key rotated away: no previous flow to learn from
+        return None
+    return pending.get("redirect_url") or None
 
 
 def auth_summary(connection) -> dict:

@@ -9,7 +9,9 @@ from django.utils.dateparse import parse_datetime
 
 from airweave.collections.models import Collection, SourceConnection, Sync
 from airweave.collections.selectors import source_connection_count
+from airweave.collections.services import source_connection_event_payload
 from airweave.crypto import encrypt_json
+from airweave.events import publish_domain_event
 from airweave.tenancy.models import Organization
 from airweave.tenancy.quotas import SOURCE_CONNECTIONS, quota_ensure
 from connectors.registry import get_source
@@ -28,7 +30,7 @@ def source_connection_create(*, collection: Collection, short_name: str, name: s
                              description: str = "", config: dict | None = None, credentials: dict | None = None,
                              authentication: dict | None = None, cron_schedule: str = "",
                              sync_immediately: bool = True, created_by=None, for_api: bool = True,
-                             callback_url: str | None = None) -> SourceConnection:
+                             callback_url: str | None = None, redirect_url: str | None = None) -> SourceConnection:
     """Create a connection (and its Sync) in `collection`'s organization; start a job if asked.
 
     `config` is validated against the source's declared config fields; `for_api` applies the
@@ -42,7 +44,8 @@ def source_connection_create(*, collection: Collection, short_name: str, name: s
     to open, and `sync_immediately` means "sync once authenticated"; `callback_url` overrides
     the OAuth redirect URI). `credentials` (operators: commands, admin) are stored as given.
     `credentials` given directly are also checked against the source's declared auth fields.
-    Raises SourceConnectionError naming the bad field, and QuotaExceeded when the organization
+    `redirect_url` (the public API's top-level field) is where a browser flow returns when
+    `authentication` names no `redirect_uri`; other flows ignore it. Raises SourceConnectionError naming the bad field, and QuotaExceeded when the organization
     has as many connections as its quota allows.
     """
     try:
@@ -81,11 +84,13 @@ def source_connection_create(*, collection: Collection, short_name: str, name: s
             from connectors.authorization import AuthorizationError, start_authorization
 
             try:
-                start_authorization(connection, browser.get("redirect_uri"), callback_url=callback_url,
+                start_authorization(connection, browser.get("redirect_uri") or redirect_url, callback_url=callback_url,
                                     sync_after=sync_immediately)
             except AuthorizationError as exc:
                 raise SourceConnectionError(str(exc), "authentication") from None
             connection.refresh_from_db()
+    publish_domain_event(connection.organization_id, "source_connection.created",
+                         source_connection_event_payload(connection))
     if sync_immediately and authenticated:
         from connectors.sync.services import sync_job_start
 
@@ -106,6 +111,10 @@ def _authentication_plan(source_cls, authentication: dict) -> tuple[str, dict, d
     if not authentication:  # nothing said: the source's own default, direct if it has it, else the browser flow
         authentication = {"credentials": {}} if "direct" in declared else {}
     fields = set(authentication)
+    if fields & {"provider_readable_id", "provider_config"}:
+        raise SourceConnectionError("auth providers (Composio, Pipedream, ...) are not available on this server: "
+                                    "authenticate with direct credentials, an OAuth token or the OAuth browser flow",
+                                    "authentication.provider_readable_id")
     methods = ", ".join(source_cls.auth_methods)
     if "credentials" in fields:
         if fields != {"credentials"}:
@@ -172,20 +181,50 @@ def _epoch_seconds(value) -> float:
                                 "authentication.expires_at")
 
 
+def source_connection_reinitiate_oauth(*, source_connection: SourceConnection, redirect_url: str | None = None,
+                                      callback_url: str | None = None) -> SourceConnection:
+    """Start a fresh OAuth browser flow for a connection (a new `auth.auth_url`), e.g. when the
+    last link expired or the token was revoked (`needs_reauth`). Keeps the connection's own OAuth
+    client (bring-your-own-client) and the previous flow's redirect URL unless `redirect_url` is given.
+    Raises SourceConnectionError when the connection does not authenticate through OAuth."""
+    from connectors.authorization import AuthorizationError, pending_redirect_url, start_authorization
+
+    if source_connection.auth_method not in ("oauth_browser", "oauth_byoc"):
+        raise SourceConnectionError(f"this connection authenticates with {source_connection.auth_method}, not an OAuth "
+                                    "browser flow: update its credentials instead", "auth_method")
+    try:
+        start_authorization(source_connection, redirect_url or pending_redirect_url(source_connection),
+                            callback_url=callback_url, sync_after=True)
+    except AuthorizationError as exc:
+        raise SourceConnectionError(str(exc), "authentication") from None
+    source_connection.refresh_from_db()
+    return source_connection
+
+
 def source_connection_delete(*, source_connection: SourceConnection) -> None:
     """Delete a connection with its sync, jobs, entities and chunks."""
+    payload, organization_id = source_connection_event_payload(source_connection), source_connection.organization_id
     source_connection.delete()
+    publish_domain_event(organization_id, "source_connection.deleted", payload)
 
 
 def source_connection_update(*, source_connection: SourceConnection, name: str | None = None,
                              description: str | None = None, config: dict | None = None,
                              schedule: dict | None = None, credentials: dict | None = None, modified_by=None,
-                             for_api: bool = True) -> SourceConnection:
+                             for_api: bool = True, authentication: dict | None = None) -> SourceConnection:
     """Rename, re-describe, re-configure, re-schedule or re-authenticate a connection.
 
     `credentials`, when given, replace the stored ones as a whole (validated against the
-    source's auth fields, encrypted at rest). Raises SourceConnectionError.
+    source's auth fields, encrypted at rest). `authentication` is the API's object: only the
+    direct shape `{credentials}` can replace credentials (as in the public Airweave API); any
+    other shape raises SourceConnectionError, as does any other bad input.
     """
+    if authentication:
+        if set(authentication) != {"credentials"} or not isinstance(authentication["credentials"], dict):
+            raise SourceConnectionError("only direct credentials can be updated: send authentication "
+                                        "{\"credentials\": {...}}; re-run an OAuth flow by creating the "
+                                        "connection again", "authentication")
+        credentials = authentication["credentials"]
     if config is not None:
         try:
             source_connection.config = get_source(source_connection.short_name).validate_config(config, for_api=for_api)

@@ -93,10 +93,17 @@ def federated_result(raw: dict, *, source_name: str, access: dict) -> dict:
     textual_representation) in the pipeline endpoint's result shape, with every field present.
 
     `id` is None (no chunk row stands behind it); `source_name` fills `system_metadata.source_name`
-    when the source left it out; `access` is the normalised `{viewers, is_public}`.
+    when the source left it out; `access` is the normalised `{viewers, is_public}`. Fields that
+    clients require as strings or integers are never null (Airweave's SDK drops a whole response
+    over one null): `entity_type` defaults to "FederatedResult", `chunk_index` to 0 (the result
+    is one piece), and each breadcrumb has string `entity_id`, `name` and `entity_type`.
     """
     meta = raw.get("system_metadata") if isinstance(raw.get("system_metadata"), dict) else {}
     entity_id = str(raw.get("entity_id", ""))
+    chunk_index = meta.get("chunk_index")
+    crumbs = [{"entity_id": str(b.get("entity_id") or ""), "name": str(b.get("name") or ""),
+               "entity_type": str(b.get("entity_type") or "")}
+              for b in (raw.get("breadcrumbs") if isinstance(raw.get("breadcrumbs"), list) else []) if isinstance(b, dict)]
     return {
         "id": None,
         "score": 0.0,
@@ -105,10 +112,13 @@ def federated_result(raw: dict, *, source_name: str, access: dict) -> dict:
         "textual_representation": str(raw.get("textual_representation") or ""),
         "created_at": _iso(raw["created_at"]) if hasattr(raw.get("created_at"), "isoformat") else raw.get("created_at"),
         "updated_at": _iso(raw["updated_at"]) if hasattr(raw.get("updated_at"), "isoformat") else raw.get("updated_at"),
-        "breadcrumbs": raw.get("breadcrumbs") if isinstance(raw.get("breadcrumbs"), list) else [],
-        "system_metadata": {"entity_type": meta.get("entity_type"), "source_name": meta.get("source_name") or source_name,
-                            "sync_id": None, "sync_job_id": None, "original_entity_id": meta.get("original_entity_id", entity_id),
-                            "chunk_index": meta.get("chunk_index")},
+        "breadcrumbs": crumbs,
+        "system_metadata": {"entity_type": str(meta.get("entity_type") or "FederatedResult"),
+                            "source_name": meta.get("source_name") or source_name,
+                            "sync_id": None, "sync_job_id": None,
+                            "original_entity_id": str(meta.get("original_entity_id") or entity_id),
+                            "chunk_index": chunk_index if isinstance(chunk_index, int) and not isinstance(chunk_index, bool)
+                            else 0},
         "access": access,
         "source_fields": raw.get("source_fields") if isinstance(raw.get("source_fields"), dict) else {},
         "web_url": str(raw.get("web_url") or ""),

@@ -143,7 +143,7 @@ class SearchConsumer(AsyncJsonWebsocketConsumer):
         await self.send_json(EventStream().make("error", message=message, **payload))
 
     def _prepare(self, content: dict):
-        data = PipelineSearchRequestSerializer(data=content)
+        data = PipelineSearchRequestSerializer(data=content, context={"reject_unknown": True})
         if not data.is_valid():
             raise _Invalid(data.errors)
         return search_prepare(collection=self.collection, request=PipelineRequest(**data.validated_data),

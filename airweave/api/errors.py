@@ -18,6 +18,7 @@ from airweave.providers.errors import ProviderError
 from airweave.tenancy.policies import NotAllowed
 from airweave.tenancy.quotas import QuotaExceeded
 from airweave.tenancy.services import TenancyError
+from airweave.webhooks.services import WebhookError
 from connectors.services import SourceConnectionError
 from connectors.sync.jobs import SyncAlreadyRunning
 from search.filters import FilterError
@@ -66,7 +67,7 @@ def exception_handler(exc, context):
         return Response({"detail": str(exc)}, status=status.HTTP_403_FORBIDDEN)
     if isinstance(exc, TenancyError):
         return unprocessable(["body", exc.field] if exc.field else ["body"], str(exc))
-    if isinstance(exc, (CollectionError, SourceConnectionError)):
+    if isinstance(exc, (CollectionError, SourceConnectionError, WebhookError)):
         return unprocessable(["body", *exc.field.split(".")] if exc.field else ["body"], str(exc))
     if isinstance(exc, (CollectionConflict, SyncAlreadyRunning)):
         return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)

@@ -4,20 +4,41 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from airweave.api.compat import note_deprecated, note_ignored
 from airweave.collections.models import Collection, SourceConnection, SyncJob
 from airweave.collections.selectors import collection_status, entity_counts_by_type
 from connectors.authorization import auth_summary
 
 
 class StrictSerializer(serializers.Serializer):
-    """Refuses fields it does not declare, so a typo is an error, not a silent no-op, and text
-    fields that receive a number or a boolean (DRF would quietly turn 42 into "42")."""
+    """Ignores fields it does not declare, as the public Airweave API does, and names them in the
+    answer's `Warning` header (airweave.api.compat) so a typo is still visible; with the context
+    `{"reject_unknown": True}` (the websocket, where no header exists) they are an error instead.
+    Text fields that receive a number or a boolean are refused (DRF would quietly turn 42 into "42")."""
+
+    def _field_path(self) -> list[str]:
+        path, node = [], self
+        while node is not None and node.parent is not None:
+            if node.field_name:  # the child of a list serializer has none
+                path.insert(0, node.field_name)
+            node = node.parent
+        return path
 
     def to_internal_value(self, data):
         if isinstance(data, dict):
             unknown = sorted(set(data) - set(self.fields))
-            if unknown:
+            if unknown and self.root.context.get("reject_unknown"):
                 raise serializers.ValidationError({k: ["Unknown field."] for k in unknown})
+            if unknown:
+                prefix = self._field_path()
+                for key in unknown:
+                    note_ignored(".".join([*prefix, str(key)]))
+                data = {k: v for k, v in data.items() if k in self.fields}
+            # null for an optional field means "not given", as in the real API's pydantic models
+            nulls = [k for k, v in data.items() if v is None and k in self.fields
+                     and not self.fields[k].required and not self.fields[k].allow_null]
+            if nulls:
+                data = {k: v for k, v in data.items() if k not in nulls}
             not_text = sorted(name for name, field in self.fields.items()
                               if isinstance(field, serializers.CharField) and name in data
                               and data[name] is not None and not isinstance(data[name], str))
@@ -155,6 +176,19 @@ class AuthenticationSerializer(StrictSerializer):
     client_secret = serializers.CharField(required=False)
     consumer_key = serializers.CharField(required=False)
     consumer_secret = serializers.CharField(required=False)
+    type = serializers.ChoiceField(
+        choices=["direct", "oauth_token", "oauth_browser", "oauth_byoc", "auth_provider"], required=False,
+        help_text="Optional name of the shape (Airweave's CLI sends it); the fields decide.")
+    provider_readable_id = serializers.CharField(
+        required=False, help_text="Airweave's auth-provider shape (Composio, Pipedream, ...): accepted, and "
+                                  "answered 422, as this server connects to no auth provider.")
+    provider_config = serializers.DictField(required=False, allow_null=True)
+
+    def to_internal_value(self, data):
+        # Ignoring every field would silently pick another flow: an object with no known field is an error.
+        if isinstance(data, dict) and data and not set(data) & set(self.fields):
+            raise serializers.ValidationError({k: ["Unknown field."] for k in sorted(data)})
+        return super().to_internal_value(data)
 
 
 
@@ -167,6 +201,9 @@ class SourceConnectionCreateSerializer(StrictSerializer):
     schedule = ScheduleSerializer(required=False, allow_null=True)
     sync_immediately = serializers.BooleanField(required=False, default=True)
     authentication = AuthenticationSerializer(required=False, allow_null=True)
+    redirect_url = serializers.URLField(
+        required=False, allow_null=True,
+        help_text="Where the browser returns after an OAuth flow (the same as authentication.redirect_uri).")
 
 
 class SourceConnectionUpdateSerializer(StrictSerializer):
@@ -174,6 +211,8 @@ class SourceConnectionUpdateSerializer(StrictSerializer):
     description = serializers.CharField(required=False, allow_blank=True, allow_null=True)
     config = serializers.DictField(required=False)
     schedule = ScheduleSerializer(required=False, allow_null=True)
+    authentication = AuthenticationSerializer(
+        required=False, allow_null=True, help_text="New direct credentials `{credentials: {...}}` (direct auth only).")
 
 
 def job_payload(job: SyncJob) -> dict:
@@ -281,12 +320,17 @@ class FilterGroupSerializer(serializers.Serializer):
 
 class InstantSearchRequestSerializer(StrictSerializer):
     query = serializers.CharField(max_length=2000, trim_whitespace=True)
-    retrieval_strategy = serializers.ChoiceField(choices=["hybrid", "semantic", "keyword"], required=False, default="hybrid")
+    retrieval_strategy = serializers.ChoiceField(
+        choices=["hybrid", "semantic", "keyword", "neural"], required=False, default="hybrid",
+        help_text="\"neural\" (what Airweave's CLI sends for --strategy neural) is taken as semantic.")
     filter = serializers.JSONField(required=False, allow_null=True, help_text="List of FilterGroup: AND inside a group, OR across groups.")
     limit = serializers.IntegerField(required=False, default=100, min_value=1, max_value=1000)
     offset = serializers.IntegerField(required=False, default=0, min_value=0)
     collapse_entities = serializers.BooleanField(
         required=False, default=False, help_text="Return at most one chunk (the best) per entity.")
+
+    def validate_retrieval_strategy(self, value):
+        return "semantic" if value == "neural" else value
 
 
 class SearchResultSerializer(serializers.Serializer):
@@ -322,6 +366,45 @@ class PipelineSearchRequestSerializer(StrictSerializer):
     generate_answer = serializers.BooleanField(required=False, allow_null=True, default=None)
     recency_weight = serializers.FloatField(required=False, allow_null=True, min_value=0, max_value=1,
                                             help_text="Blend freshness into the score (0 = off).")
+    # The older request shapes of the public API, still accepted (X-API-Deprecation names them).
+    temporal_relevance = serializers.FloatField(required=False, allow_null=True, min_value=0, max_value=1,
+                                                help_text="Deprecated: recency_weight.")
+    response_type = serializers.ChoiceField(choices=["raw", "completion"], required=False, allow_null=True,
+                                            help_text="Deprecated: completion = generate_answer true.")
+    search_method = serializers.ChoiceField(choices=["hybrid", "neural", "keyword"], required=False, allow_null=True,
+                                            help_text="Deprecated: retrieval_strategy.")
+    recency_bias = serializers.FloatField(required=False, allow_null=True, min_value=0, max_value=1,
+                                          help_text="Deprecated: recency_weight.")
+    enable_reranking = serializers.BooleanField(required=False, allow_null=True, help_text="Deprecated: rerank.")
+    enable_query_interpretation = serializers.BooleanField(required=False, allow_null=True,
+                                                           help_text="Deprecated: interpret_filters.")
+    expansion_strategy = serializers.ChoiceField(choices=["auto", "llm", "no_expansion"], required=False,
+                                                 allow_null=True, help_text="Deprecated: expand_query.")
+    score_threshold = serializers.FloatField(required=False, allow_null=True,
+                                             help_text="Deprecated and ignored: scores of fused rankings are not "
+                                                       "comparable across queries.")
+
+    LEGACY = {"temporal_relevance": "recency_weight", "recency_bias": "recency_weight",
+              "search_method": "retrieval_strategy", "enable_reranking": "rerank",
+              "enable_query_interpretation": "interpret_filters", "response_type": "generate_answer",
+              "expansion_strategy": "expand_query", "score_threshold": None}
+
+    def validate(self, data):
+        """Map the legacy fields onto the current ones (a current field given too wins)."""
+        for old, new in self.LEGACY.items():
+            if old not in data:
+                continue
+            value = data.pop(old)
+            note_deprecated(f"{old} is deprecated" + (f"; use {new}" if new else " and ignored"))
+            if new is None or value is None:
+                continue
+            if old == "response_type":
+                value = value == "completion"
+            elif old == "expansion_strategy":
+                value = value != "no_expansion"
+            if data.get(new) is None:
+                data[new] = value
+        return data
 
 
 class PipelineResultSerializer(serializers.Serializer):
@@ -358,7 +441,8 @@ class AgenticSearchRequestSerializer(StrictSerializer):
     query = serializers.CharField(max_length=2000)
     thinking = serializers.BooleanField(required=False, default=False)
     filter = serializers.JSONField(required=False, allow_null=True, help_text="List of FilterGroup.")
-    limit = serializers.IntegerField(required=False, default=100, min_value=1, max_value=1000)
+    limit = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=1, max_value=1000,
+                                     help_text="Most results; null or absent: the agent decides.")
 
 
 # --- Push API (POST /collections/{readable_id}/documents) ---
@@ -479,3 +563,173 @@ def api_key_payload(api_key, key: str | None = None) -> dict:
     if key is not None:
         payload["decrypted_key"] = key
     return APIKeySerializer(payload).data
+
+
+# --- Organizations, the current user, health ---
+class OrganizationWithRoleSerializer(serializers.Serializer):
+    """OrganizationWithRole of the public Airweave API."""
+
+    id = serializers.UUIDField()
+    name = serializers.CharField()
+    description = serializers.CharField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    modified_at = serializers.DateTimeField()
+    role = serializers.ChoiceField(choices=["owner", "admin", "member"], allow_null=True)
+    is_primary = serializers.BooleanField()
+
+
+def organization_payload(organization, role: str | None, primary: bool) -> dict:
+    """One organization with the caller's role in it."""
+    return {"id": organization.id, "name": organization.name, "description": None,
+            "created_at": organization.created_at, "modified_at": organization.modified_at,
+            "role": role, "is_primary": primary}
+
+
+class UserOrganizationSerializer(serializers.Serializer):
+    organization = OrganizationWithRoleSerializer()
+    role = serializers.ChoiceField(choices=["owner", "admin", "member"], allow_null=True)
+    is_primary = serializers.BooleanField()
+
+
+class UserSerializer(serializers.Serializer):
+    """User of the public Airweave API (`auth0_id` is always null: this server is its own identity provider)."""
+
+    id = serializers.UUIDField()
+    email = serializers.EmailField()
+    full_name = serializers.CharField(allow_blank=True, allow_null=True)
+    picture = serializers.CharField(allow_null=True)
+    auth0_id = serializers.CharField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    modified_at = serializers.DateTimeField()
+    primary_organization_id = serializers.UUIDField(allow_null=True)
+    user_organizations = UserOrganizationSerializer(many=True)
+
+
+def user_payload(user, pairs: list[tuple], primary) -> dict:
+    """The User shape for `user` with its (organization, role) pairs; `primary` is the current organization."""
+    return {"id": user.id, "email": user.email, "full_name": user.full_name or None, "picture": None,
+            "auth0_id": None, "created_at": user.date_joined, "modified_at": user.date_joined,
+            "primary_organization_id": primary.id if primary else None,
+            "user_organizations": [{"organization": organization_payload(org, role, primary is not None and org.pk == primary.pk),
+                                    "role": role, "is_primary": primary is not None and org.pk == primary.pk}
+                                   for org, role in pairs]}
+
+
+class HealthSerializer(serializers.Serializer):
+    status = serializers.CharField()
+
+
+class ReadinessCheckSerializer(serializers.Serializer):
+    ok = serializers.BooleanField()
+    detail = serializers.CharField()
+    fix = serializers.CharField(required=False)
+
+
+class ReadinessSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=["ready", "not_ready"])
+    checks = serializers.DictField(child=ReadinessCheckSerializer())
+    detail = serializers.CharField(required=False, help_text="What is wrong, and the fix, when not ready.")
+
+
+# --- Webhooks (the shapes of Airweave's SDK: WebhookSubscription, WebhookMessage, DeliveryAttempt, RecoveryTask) ---
+WEBHOOK_EVENT_TYPES = ["sync.pending", "sync.running", "sync.completed", "sync.failed", "sync.cancelled",
+                       "source_connection.created", "source_connection.auth_completed", "source_connection.deleted",
+                       "collection.created", "collection.updated", "collection.deleted"]
+
+
+class WebhookSubscriptionCreateSerializer(StrictSerializer):
+    url = serializers.URLField(max_length=2048, help_text="Where events are POSTed (http or https).")
+    event_types = serializers.ListField(child=serializers.ChoiceField(choices=WEBHOOK_EVENT_TYPES), min_length=1)
+    secret = serializers.CharField(required=False, allow_null=True, min_length=24, help_text=(
+        "Signing secret, whsec_ + base64 of 24 to 64 bytes; generated when absent."))
+    description = serializers.CharField(required=False, allow_blank=True, max_length=500)
+
+
+class WebhookSubscriptionUpdateSerializer(StrictSerializer):
+    url = serializers.URLField(max_length=2048, required=False)
+    event_types = serializers.ListField(child=serializers.ChoiceField(choices=WEBHOOK_EVENT_TYPES), min_length=1,
+                                        required=False)
+    disabled = serializers.BooleanField(required=False)
+    recover_since = serializers.DateTimeField(required=False, allow_null=True, help_text=(
+        "When re-enabling, send again what failed or was not sent since this time."))
+
+
+class WebhookRecoverSerializer(StrictSerializer):
+    since = serializers.DateTimeField()
+    until = serializers.DateTimeField(required=False, allow_null=True)
+
+
+class DeliveryAttemptSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    message_id = serializers.UUIDField()
+    endpoint_id = serializers.UUIDField(help_text="The subscription's id.")
+    response = serializers.CharField(allow_blank=True, allow_null=True, help_text="The first 1000 characters of the answer, or the error.")
+    response_status_code = serializers.IntegerField(help_text="0 when no answer came (refused, timed out).")
+    status = serializers.ChoiceField(choices=["success", "failed"])
+    timestamp = serializers.DateTimeField()
+    url = serializers.CharField()
+    duration_ms = serializers.IntegerField()
+    attempt = serializers.IntegerField()
+    trigger = serializers.CharField()
+
+
+def delivery_attempt_payload(attempt) -> dict:
+    return {"id": attempt.id, "message_id": attempt.message_id, "endpoint_id": attempt.subscription_id,
+            "response": attempt.response, "response_status_code": attempt.response_status_code,
+            "status": attempt.status, "timestamp": attempt.created_at, "url": attempt.url,
+            "duration_ms": attempt.duration_ms, "attempt": attempt.number, "trigger": attempt.trigger}
+
+
+class WebhookSubscriptionSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    url = serializers.CharField()
+    filter_types = serializers.ListField(child=serializers.CharField(), help_text="The subscribed event types.")
+    disabled = serializers.BooleanField()
+    description = serializers.CharField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+    health_status = serializers.ChoiceField(choices=["healthy", "degraded", "failing", "unknown"])
+
+
+class WebhookSubscriptionDetailSerializer(WebhookSubscriptionSerializer):
+    delivery_attempts = DeliveryAttemptSerializer(many=True)
+    secret = serializers.CharField(required=False, help_text="Only with ?include_secret=true.")
+
+
+def webhook_subscription_payload(subscription, health: str, attempts=None, secret: str | None = None) -> dict:
+    payload = {"id": subscription.id, "url": subscription.url, "filter_types": subscription.event_types,
+               "disabled": subscription.disabled, "description": subscription.description or None,
+               "created_at": subscription.created_at, "updated_at": subscription.updated_at, "health_status": health}
+    if attempts is not None:
+        payload["delivery_attempts"] = [delivery_attempt_payload(a) for a in attempts]
+    if secret is not None:
+        payload["secret"] = secret
+    return payload
+
+
+class WebhookMessageSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    event_type = serializers.CharField()
+    payload = serializers.JSONField()
+    timestamp = serializers.DateTimeField()
+    channels = serializers.ListField(child=serializers.CharField(), allow_null=True)
+    tags = serializers.ListField(child=serializers.CharField(), allow_null=True)
+
+
+class WebhookMessageWithAttemptsSerializer(WebhookMessageSerializer):
+    delivery_attempts = DeliveryAttemptSerializer(many=True, required=False, help_text="With ?include_attempts=true.")
+
+
+def webhook_message_payload(message, attempts=None) -> dict:
+    payload = {"id": message.id, "event_type": message.event_type, "payload": message.payload,
+               "timestamp": message.created_at, "channels": None, "tags": None}
+    if attempts is not None:
+        payload["delivery_attempts"] = [delivery_attempt_payload(a) for a in attempts]
+    return payload
+
+
+class RecoveryTaskSerializer(serializers.Serializer):
+    id = serializers.UUIDField(help_text="Identifies this recovery in the server log; it is not stored.")
+    status = serializers.ChoiceField(choices=["running", "completed"],
+                                     help_text="running: messages were queued; completed: nothing to send.")
+    queued_messages = serializers.IntegerField()

@@ -76,3 +76,20 @@ def renumbered(stream: EventStream, event: dict) -> dict:
     """`event` with the next sequence number of `stream` (events from other processes carry none)."""
     fresh = stream.make(event["type"])
     return {**fresh, **event, "seq": fresh["seq"]}
+
+
+async def job_state_events(organization, job_id: str, heartbeat: float | None = None) -> AsyncIterator[dict]:
+    """GET /sync/job/{id}/subscribe-state: the job's entity totals as Airweave's `entity_state`
+    events `{job_id, sync_id, entity_counts {type: count}, total_entities, job_status}`, one now
+    and one per progress event, then `sync_complete` (other events, heartbeats aside, are left out)."""
+    job = await _job(organization, job_id)
+    sync_id = str(job.sync_id) if job is not None and job.sync_id else None
+    stream = EventStream()
+    async for event in job_events(organization, job_id, heartbeat):
+        if event["type"] == "progress":
+            counts = event.get("entities_encountered") or {}
+            yield stream.make("entity_state", job_id=job_id, sync_id=sync_id, entity_counts=counts,
+                              total_entities=sum(v for v in counts.values() if isinstance(v, int)),
+                              job_status=event.get("status") or "running")
+        elif event["type"] in ("connected", "heartbeat", "sync_complete"):
+            yield renumbered(stream, event)

@@ -16,6 +16,7 @@ from django.conf import settings
 from django.utils.text import slugify
 
 from airweave.collections import keyword_index
+from airweave.events import publish_domain_event
 from airweave.collections.models import READABLE_ID_RE, AccessGroupMembership, Chunk, Collection, Entity, SourceConnection
 from airweave.providers.catalog import embedding_model, indexed_dimensions
 
@@ -98,13 +99,28 @@ def collection_create(*, organization, name: str, readable_id: str | None = None
     params = collection_params_check(name=name, readable_id=readable_id, embedding_model_name=embedding_model_name)
     try:
         with transaction.atomic():
-            return Collection.objects.create(
+            collection = Collection.objects.create(
                 organization=organization, name=params.name, readable_id=params.readable_id, sync_config=sync_config,
                 embedding_model_name=params.embedding_model_name, vector_size=params.vector_size,
                 created_by=created_by, modified_by=created_by,
             )
     except IntegrityError:
         raise CollectionConflict(f"a collection with readable_id '{params.readable_id}' already exists") from None
+    publish_domain_event(collection.organization_id, "collection.created", collection_event_payload(collection))
+    return collection
+
+
+def source_connection_event_payload(connection: SourceConnection) -> dict:
+    """What a source_connection.* (and sync.*) event says about the connection."""
+    return {"source_connection_id": str(connection.id), "source_connection_name": connection.name,
+            "source_type": connection.short_name, "collection_readable_id": connection.collection.readable_id,
+            "collection_name": connection.collection.name, "auth_method": connection.auth_method}
+
+
+def collection_event_payload(collection: Collection) -> dict:
+    """What a collection.* event says about the collection."""
+    return {"collection_id": str(collection.id), "collection_readable_id": collection.readable_id,
+            "collection_name": collection.name}
 
 
 def collection_update(*, collection: Collection, name: str | None = None, sync_config: dict | None = None,
@@ -116,12 +132,15 @@ def collection_update(*, collection: Collection, name: str | None = None, sync_c
         collection.sync_config = sync_config
     collection.modified_by = modified_by or collection.modified_by
     collection.save()
+    publish_domain_event(collection.organization_id, "collection.updated", collection_event_payload(collection))
     return collection
 
 
 def collection_delete(*, collection: Collection) -> None:
     """Delete a collection with its connections, entities, chunks and postings."""
+    payload, organization_id = collection_event_payload(collection), collection.organization_id
     collection.delete()
+    publish_domain_event(organization_id, "collection.deleted", payload)
 
 
 @dataclass

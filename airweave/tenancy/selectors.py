@@ -75,3 +75,16 @@ def invitations_for_email(email: str) -> list[Invitation]:
     """Open invitations sent to `email` (their links are in that mailbox)."""
     return list(Invitation.objects.filter(email__iexact=email, accepted_at=None, revoked_at=None,
                                           expires_at__gt=timezone.now()).select_related("organization"))
+
+
+def organizations_of_actor(actor, current) -> list[tuple]:
+    """(organization, role) pairs the caller may act for, oldest membership first.
+
+    An API key or an OAuth token acts for one organization (`current`); a session user for
+    every organization they belong to.
+    """
+    from airweave.tenancy.context import APIKeyActor, OAuthActor, actor_role
+
+    if isinstance(actor, (APIKeyActor, OAuthActor)):
+        return [(current, actor_role(actor, current))]
+    return [(m.organization, m.role) for m in memberships_of_user(actor)]

@@ -10,7 +10,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from airweave.collections.models import SourceConnection, Sync, SyncJob
-from airweave.events import make_event, publish_to_group, sync_job_group
+from airweave.events import make_event, publish_domain_event, publish_to_group, sync_job_group
 from connectors.base import AUTH_ERROR_CATEGORIES
 
 S = SyncJob.Status
@@ -110,3 +110,20 @@ def _emit(job: SyncJob, status: str) -> None:
     else:
         event = make_event("progress", 0, status=status, entities_encountered=job.entities_encountered, **counts)
     publish_to_group(group, event)
+    if status in WEBHOOK_STATUSES:
+        _publish_sync_event(job, status, counts)
+
+
+WEBHOOK_STATUSES = {S.PENDING, S.RUNNING, S.COMPLETED, S.FAILED, S.CANCELLED}
+
+
+def _publish_sync_event(job: SyncJob, status: str, counts: dict) -> None:
+    """sync.<status>: Airweave's sync event payload (job, collection, connection, status, error) plus the counts."""
+    from airweave.collections.services import source_connection_event_payload
+
+    connection = (SourceConnection.objects.select_related("collection").filter(pk=job.source_connection_id).first())
+    if connection is None:
+        return
+    publish_domain_event(job.organization_id, f"sync.{status}", {
+        "job_id": str(job.id), "sync_id": str(job.sync_id), **source_connection_event_payload(connection),
+        "status": status, "error": job.error or None, "entities": counts})

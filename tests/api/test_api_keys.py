@@ -71,11 +71,14 @@ def test_default_expiry_is_90_days_and_bounds_are_1_to_365(client):
     assert timedelta(days=89, hours=23) < row.expires_at - row.created_at <= timedelta(days=90, minutes=1)
     one_year = client.post("/api-keys", {"expiration_days": 365}, format="json")
     assert one_year.status_code == 201
-    for bad in (0, 366, -1, "soon", 1.5, None):
+    for bad in (0, 366, -1, "soon", 1.5):
         response = client.post("/api-keys", {"expiration_days": bad}, format="json")
         assert response.status_code == 422, (bad, response.content)
         assert response.json()["detail"][0]["loc"] == ["body", "expiration_days"]
-    assert client.post("/api-keys", {"nope": 1}, format="json").status_code == 422
+    # null is "not given" (the default, 90 days), and an unknown field is ignored and named (issue 12)
+    assert client.post("/api-keys", {"expiration_days": None}, format="json").status_code == 201
+    response = client.post("/api-keys", {"nope": 1}, format="json")
+    assert response.status_code == 201 and "nope" in response["Warning"]
 
 
 def test_expired_key_stops_working_and_is_still_listed(client, org):

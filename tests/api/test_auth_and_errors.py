@@ -156,8 +156,10 @@ def test_wrong_content_type_is_a_client_error(client):
     assert r.status_code != 500
 
 
-def test_non_uuid_connection_id_is_404(client):
-    assert client.get("/source-connections/not-a-uuid").status_code == 404
+def test_non_uuid_connection_id_is_a_json_422_naming_the_parameter(client):
+    r = client.get("/source-connections/not-a-uuid")
+    assert r.status_code == 422
+    assert r.json()["detail"][0]["loc"] == ["path", "id"]
 
 
 def test_method_not_allowed_is_405(client):

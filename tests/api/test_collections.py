@@ -91,9 +91,12 @@ def test_bad_name_is_422(client, name):
     assert_validation_shape(r, "name")
 
 
-def test_missing_name_and_unknown_field_are_422(client):
+def test_missing_name_is_422_and_an_unknown_field_is_ignored_and_named(client):
+    """Unknown fields are ignored as the public Airweave API does (issue 12); the Warning header names them."""
     assert_validation_shape(create(client, readable_id="no-name"), "name")
-    assert_validation_shape(create(client, name="Good name", colour="blue"), "colour")
+    r = create(client, name="Good name", colour="blue")
+    assert r.status_code == 201 and "colour" not in r.json()
+    assert r["Warning"] == '299 - "Unknown fields ignored: colour"'
 
 
 def test_list_skip_limit_and_search(client):
@@ -139,7 +142,8 @@ def test_get_patch_delete(client):
     assert client.get("/collections/lifecycle").json()["name"] == "Renamed collection"
 
     assert_validation_shape(client.patch("/collections/lifecycle", {"name": "no"}, format="json"), "name")
-    assert_validation_shape(client.patch("/collections/lifecycle", {"readable_id": "x"}, format="json"), "readable_id")
+    r = client.patch("/collections/lifecycle", {"readable_id": "x"}, format="json")  # not changeable: ignored, named
+    assert r.status_code == 200 and r.json()["readable_id"] == "lifecycle" and "readable_id" in r["Warning"]
 
     r = client.delete("/collections/lifecycle")
     assert r.status_code == 200

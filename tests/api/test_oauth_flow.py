@@ -321,3 +321,32 @@ def test_start_authorization_reauthorizes_a_connection_that_needs_it(client, col
     connection.refresh_from_db()
     assert (connection.status, connection.is_authenticated, connection.error_category) == ("active", True, "")
     assert decrypt_json(connection.encrypted_credentials)["access_token"] == "new"
+
+
+def test_verify_oauth_waits_for_the_flow_and_reinitiate_issues_a_new_link(client, collection, sources, rsps):
+    """Issue 12: POST /source-connections/{id}/verify-oauth and /reinitiate-oauth, as Airweave's API users call them."""
+    body = create(client, redirect_url=APP).json()  # the top-level redirect_url of Airweave's create
+    assert body["auth"]["method"] == "oauth_browser" and body["auth"]["redirect_url"] == APP
+    waiting = client.post(f"/source-connections/{body['id']}/verify-oauth")
+    assert waiting.status_code == 409 and "reinitiate-oauth" in waiting.json()["detail"]
+
+    open_link(body["auth"]["auth_url"])  # the first link is spent
+    again = client.post(f"/source-connections/{body['id']}/reinitiate-oauth/")
+    assert again.status_code == 200, again.content
+    fresh = again.json()["auth"]
+    assert fresh["auth_url"] and fresh["auth_url"] != body["auth"]["auth_url"] and fresh["redirect_url"] == APP
+
+    browser, provider_url = open_link(fresh["auth_url"])
+    q = {k: v[0] for k, v in parse_qs(urlsplit(provider_url).query).items()}
+    rsps.add("POST", f"{AUTH}/token", json={"access_token": "at-9", "expires_in": 3600, "token_type": "Bearer"})
+    rsps.add("GET", f"{API}/docs", json=[])
+    assert callback(browser, state=q["state"], code="c").status_code == 302
+    verified = client.post(f"/source-connections/{body['id']}/verify-oauth")
+    assert verified.status_code == 200 and verified.json()["auth"]["authenticated"] is True
+
+
+def test_reinitiate_oauth_refuses_a_direct_connection(client, collection, sources, settings, tmp_path):
+    settings.AIRWEAVE_LOCAL_ROOTS = [str(tmp_path)]
+    body = create(client, short_name="local_files", config={"path": str(tmp_path)}, sync_immediately=False).json()
+    r = client.post(f"/source-connections/{body['id']}/reinitiate-oauth")
+    assert r.status_code == 422 and "not an OAuth browser flow" in r.json()["detail"][0]["msg"]

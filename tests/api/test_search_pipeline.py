@@ -102,7 +102,6 @@ def test_stream_frames_every_operation_and_says_why_skipped(searchable):
     ({"query": "x", "retrieval_strategy": "fuzzy"}, "retrieval_strategy"),
     ({"query": "x", "limit": 0}, "limit"),
     ({"query": "x", "filter": {"must": [{"key": "colour", "match": {"value": "red"}}]}}, "filter"),
-    ({"query": "x", "surprise": True}, "surprise"),
     ({"query": "x", "filter": []}, "filter"),  # a wrong type, not "no filter"
     ({"query": "x", "filter": False}, "filter"),
 ])

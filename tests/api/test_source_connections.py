@@ -144,10 +144,13 @@ def test_unknown_short_name_is_422(client, collection, folder):
     assert_422(create(client, short_name="nope", config={"path": str(folder)}), "body", "short_name")
 
 
-def test_unknown_field_in_body_is_422(client, collection, folder):
-    assert_422(create(client, config={"path": str(folder)}, colour="blue"), "body", "colour")
-    assert_422(create(client, config={"path": str(folder)}, schedule={"cron": "* * * * *", "every": 5}),
-               "body", "schedule")
+def test_unknown_fields_in_body_are_ignored_and_named_in_a_warning(client, collection, folder):
+    """As the public Airweave API does (issue 12); nested fields are named by their path."""
+    r = create(client, config={"path": str(folder)}, colour="blue", sync_immediately=False)
+    assert r.status_code == 201 and r["Warning"] == '299 - "Unknown fields ignored: colour"'
+    r = create(client, config={"path": str(folder)}, schedule={"cron": "0 3 * * *", "every": 5}, sync_immediately=False)
+    assert r.status_code == 201 and r["Warning"] == '299 - "Unknown fields ignored: schedule.every"'
+    assert r.json()["schedule"]["cron"] == "0 3 * * *"
 
 
 def test_unknown_collection_is_404(client, collection, folder):
@@ -199,7 +202,8 @@ def test_get_patch_delete(client, collection, folder, local_root, write_files):
     assert body["name"] == "After" and body["description"] == "new"
     assert body["config"]["path"] == str(other.resolve())
     assert body["schedule"]["cron"] == "0 3 * * *"
-    assert_422(client.patch(url, {"short_name": "x"}, format="json"), "body", "short_name")
+    r = client.patch(url, {"short_name": "x"}, format="json")  # not changeable: ignored and named (issue 12)
+    assert r.status_code == 200 and r.json()["short_name"] == "local_files" and "short_name" in r["Warning"]
     assert_422(client.patch(url, {"config": {"path": "/definitely/not/allowed"}}, format="json"), "body", "config")
     assert client.get(url).json()["config"]["path"] == str(other.resolve())
 

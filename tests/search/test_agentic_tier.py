@@ -60,7 +60,7 @@ def test_agent_searches_reads_collects_and_finishes(collection, openai_server):
     assert [r["entity_id"] for r in response.results] == ["warehouse/inventory.txt__chunk_0"]
     assert response.iterations == 4 and response.provider == "openai/gpt-4.1-mini"
     types = [e["type"] for e in response.events]
-    assert types[0] == "start" and types[-1] == "done"
+    assert types[0] == "started" and types[-1] == "done"
     assert [e["tool"] for e in response.events if e["type"] == "tool_call"] == ["search", "read", "collect", "finish"]
     assert [e["text"] for e in response.events if e["type"] == "thinking"] == ["Look for the part number.", "Found it."]
     # every request declared the tools; each observation went back as a tool message answering its call
@@ -128,7 +128,7 @@ def test_rest_and_stream(transactional_db, collection):
     stream = client.post("/collections/agentic-docs/search/agentic/stream", body, format="json")
     frames = "".join(p if isinstance(p, str) else p.decode() for p in collect(stream.streaming_content)).split("\n\n")
     events = [json.loads(f[6:]) for f in frames if f]
-    assert [e["type"] for e in events][:2] == ["connected", "start"] and events[-1]["type"] == "done"
+    assert [e["type"] for e in events][:2] == ["connected", "started"] and events[-1]["type"] == "done"
     assert client.post("/collections/agentic-docs/search/agentic", {"query": "x", "filter": [{"bad": 1}]},
                        format="json").status_code == 422
 
@@ -163,7 +163,7 @@ def test_a_refused_key_falls_back_to_one_search_and_says_so(transactional_db, co
 
     events = _stream_events(client, body)
     types = [e["type"] for e in events]
-    assert types[:2] == ["connected", "start"] and types[-1] == "done"
+    assert types[:2] == ["connected", "started"] and types[-1] == "done"
     [error] = [e for e in events if e["type"] == "error"]
     assert "401" in error["message"]
 
@@ -178,6 +178,6 @@ def test_a_stream_whose_search_crashes_ends_with_an_error_event(transactional_db
 
     events = _stream_events(client, {"query": "tyre", "limit": 2})
 
-    assert [e["type"] for e in events] == ["connected", "start", "error"]
+    assert [e["type"] for e in events] == ["connected", "started", "error"]
     assert events[-1]["message"] == "the search failed: RuntimeError"
     assert [e["seq"] for e in events] == [1, 2, 3]

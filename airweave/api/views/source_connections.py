@@ -6,6 +6,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from django.http import HttpResponseRedirect
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers as drf_serializers
+from rest_framework.exceptions import APIException
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -25,6 +26,11 @@ from connectors.sync.services import sync_job_cancel, sync_job_start
 SourceConnectionSchema = inline_serializer("SourceConnection", {"id": drf_serializers.UUIDField(),
                                                                 "name": drf_serializers.CharField(),
                                                                 "short_name": drf_serializers.CharField()})
+
+
+class Conflict(APIException):
+    status_code = 409
+    default_code = "conflict"
 
 
 def _detail(connection, request):
@@ -51,11 +57,13 @@ class SourceConnectionListView(APIView):
         v = data.validated_data
         collection = selectors.collection_get(organization=request.organization, readable_id=v["readable_collection_id"])
         schedule = v.get("schedule") or {}
-        authentication = {k: val for k, val in (v.get("authentication") or {}).items() if val is not None}
+        authentication = {k: val for k, val in (v.get("authentication") or {}).items()
+                          if val is not None and k != "type"}  # the fields tell the shapes apart
         connection = services.source_connection_create(
             collection=collection, short_name=v["short_name"], name=v.get("name"), description=v.get("description") or "",
             config=v.get("config") or {}, authentication=authentication,
             cron_schedule=schedule.get("cron") or "", sync_immediately=v["sync_immediately"], created_by=_user(request),
+            redirect_url=v.get("redirect_url"),
         )
         return Response(_detail(selectors.source_connection_get(organization=request.organization, id=connection.id), request),
                         status=201)
@@ -71,7 +79,11 @@ class SourceConnectionDetailView(APIView):
         connection = selectors.source_connection_get(organization=request.organization, id=id)
         data = SourceConnectionUpdateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        services.source_connection_update(source_connection=connection, modified_by=_user(request), **data.validated_data)
+        fields = dict(data.validated_data)
+        authentication = {k: val for k, val in (fields.pop("authentication", None) or {}).items()
+                          if val is not None and k != "type"}
+        services.source_connection_update(source_connection=connection, modified_by=_user(request),
+                                          authentication=authentication or None, **fields)
         return Response(_detail(selectors.source_connection_get(organization=request.organization, id=id), request))
 
     @extend_schema(responses=SourceConnectionSchema)
@@ -80,6 +92,28 @@ class SourceConnectionDetailView(APIView):
         payload = _detail(connection, request)
         services.source_connection_delete(source_connection=connection)
         return Response(payload)
+
+
+class SourceConnectionVerifyOAuthView(APIView):
+    @extend_schema(request=None, responses={200: SourceConnectionSchema, 409: None},
+                   description="The connection once its OAuth flow has completed; 409 while it still waits.")
+    def post(self, request, id):
+        connection = selectors.source_connection_get(organization=request.organization, id=id)
+        if not connection.is_authenticated:
+            raise Conflict("The OAuth flow of this connection has not completed: open auth.auth_url (or POST "
+                           f"/source-connections/{connection.id}/reinitiate-oauth for a new link)")
+        return Response(_detail(connection, request))
+
+
+class SourceConnectionReinitiateOAuthView(APIView):
+    @extend_schema(request=None, responses=SourceConnectionSchema,
+                   description="A new OAuth authorization link (auth.auth_url) for a browser-flow connection.")
+    def post(self, request, id):
+        connection = selectors.source_connection_get(organization=request.organization, id=id)
+        body = request.data if isinstance(request.data, dict) else {}
+        services.source_connection_reinitiate_oauth(source_connection=connection,
+                                                    redirect_url=body.get("redirect_url") or None)
+        return Response(_detail(selectors.source_connection_get(organization=request.organization, id=id), request))
 
 
 class SourceConnectionRunView(APIView):
