@@ -123,4 +123,7 @@ def log_in(page, url: str, email: str) -> None:
     page.fill("input[name=login]", email)
     page.fill("input[name=password]", PASSWORD)
     page.click("main button[type=submit]")
-    page.wait_for_url(f"{url}/ui/")
+    try:
+        page.wait_for_url(f"{url}/ui/")
+    except Exception as exc:
+        raise AssertionError(f"login of {email} landed on {page.url}: {page.inner_text('main')[:1000]}") from exc

@@ -100,3 +100,62 @@ def test_sign_up_to_a_cited_answer_over_my_folder(browser_env, tmp_path):
         assert_accessible(page)
         page.goto(f"{url}/accounts/organization/members")
         assert_accessible(page)
+
+
+@pytest.mark.slow
+def test_another_organization_gets_404_and_a_member_sees_only_what_they_may(browser_env, tmp_path, settings):
+    from airweave.collections.services import collection_create
+    from airweave.tenancy.models import Membership, User
+    from airweave.tenancy.services import organization_create
+    from connectors.sync.push import PushDocument, documents_push
+
+    # The server checks passwords with the production hashers (the test settings hash with MD5).
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.PBKDF2PasswordHasher"]
+    owner = User.objects.create_user("owner@team.example", "correct-horse-battery-7")
+    team = organization_create(name="Team", owner=owner)
+    member = User.objects.create_user("member@team.example", "correct-horse-battery-7")
+    Membership.objects.create(user=member, organization=team, role="member")
+    stranger = User.objects.create_user("eve@elsewhere.example", "correct-horse-battery-7")
+    organization_create(name="Elsewhere", owner=stranger)
+    collection = collection_create(organization=team, name="Payroll notes", readable_id="payroll")
+    documents_push(collection=collection, delete_ids=[], documents=[
+        PushDocument(id="calendar", name="Payroll calendar", text="Payroll runs on the last Friday of the month."),
+        PushDocument(id="salaries", name="Salary bands", text="Payroll salary bands for engineers, confidential.",
+                     viewers=["user:owner@team.example"], is_public=False),
+    ])
+    secret = collection.entities.get(entity_id="salaries")
+    paths = ["/ui/collections/payroll/", "/ui/collections/payroll/search", "/ui/collections/payroll/entities/",
+             f"/ui/collections/payroll/entities/{secret.pk}/", "/ui/collections/payroll/sources/"]
+    with live_product(tmp_path, AIRWEAVE_EMAIL_VERIFICATION="none") as (server, url, worker), chromium_page() as page:
+        log_in(page, url, "eve@elsewhere.example")
+        for path in paths:
+            assert page.goto(url + path).status == 404, path
+        page.goto(f"{url}/ui/")
+        page.click("text=Log out")
+
+        log_in(page, url, "member@team.example")
+        page.goto(f"{url}/ui/collections/payroll/search")
+        page.fill("#q", "payroll salary bands")
+        page.select_option("#tier", "instant")
+        page.keyboard.press("Enter")
+        page.wait_for_selector("#results article.result")
+        shown = page.inner_text("#results")
+        assert "Payroll calendar" in shown and "Salary bands" not in shown
+        screenshot(page, "member-search")
+        assert_accessible(page)
+        assert page.goto(url + f"/ui/collections/payroll/entities/{secret.pk}/").status == 404
+        page.goto(f"{url}/ui/")
+        page.click("text=Log out")
+
+        log_in(page, url, "owner@team.example")
+        page.goto(f"{url}/ui/collections/payroll/search")
+        page.fill("#q", "payroll salary bands")
+        page.select_option("#tier", "instant")
+        page.keyboard.press("Enter")
+        page.wait_for_selector("#results article.result")
+        assert "Salary bands" in page.inner_text("#results")
+        page.select_option("#as-member", label="member@team.example (member)")
+        page.click("#run-search")
+        page.wait_for_function("!document.querySelector('#results').innerText.includes('Salary bands')"
+                               " && document.querySelectorAll('#results article.result').length > 0")
+        assert_accessible(page)
