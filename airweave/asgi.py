@@ -3,12 +3,11 @@ import os
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "airweave.settings")
 
-from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 from django.core.asgi import get_asgi_application  # noqa: E402
 
-# Static files (the API docs page, the admin) are served by Django itself: the product runs as
-# one process on a laptop; behind a proxy in production, serve STATIC_ROOT from the proxy instead.
-django_asgi_app = ASGIStaticFilesHandler(get_asgi_application())
+# Static files (the web UI's vendored htmx and Pico CSS, the API docs page, the admin) are served by
+# WhiteNoise's middleware, DEBUG on or off: the product runs as one process on a laptop.
+django_asgi_app = get_asgi_application()
 
 
 def _warm_up() -> None:

@@ -171,3 +171,32 @@ def run_checks() -> list[Check]:
     """Every check, in the order of CHECKS. Suspends the connect-time self-check of this process."""
     dbcheck.suspend_self_check()
     return [check for function in CHECKS for check in function()]
+
+
+@dataclass(frozen=True)
+class HealthLine:
+    """The dashboard's health line: database reachable with pgvector, a live worker, provider keys."""
+
+    database_ok: bool
+    database_detail: str
+    workers: int
+    providers_with_keys: list[str]
+
+
+def health_line() -> HealthLine:
+    """A quick health summary for pages (the database checks of `doctor`, worker heartbeats and
+    which provider API keys are set). Never raises."""
+    from airweave.providers.catalog import provider_keys_present
+
+    try:
+        checks = [c for c in check_database() if c.name in ("database", "pgvector")]
+    except Exception as error:  # noqa: BLE001 — a page must render even when the database check fails
+        checks = [Check("database", False, str(error))]
+    failed = [c for c in checks if not c.ok]
+    try:
+        workers = len(worker_clusters())
+    except Exception:  # noqa: BLE001
+        workers = 0
+    keys = sorted(name for name, present in provider_keys_present().items() if present)
+    return HealthLine(database_ok=not failed, database_detail=(failed[0] if failed else checks[-1]).detail,
+                      workers=workers, providers_with_keys=keys)

@@ -50,6 +50,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Static files (vendored htmx and Pico CSS, the admin's, the API docs') with DEBUG on or off.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "airweave.api.compat.APICompatibilityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -73,6 +75,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "airweave.web.ui.context.navigation",
             ],
         },
     },
@@ -110,6 +113,9 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = BASE_DIR / "staticfiles"
+# WhiteNoise serves the files where the finders find them: no collectstatic step for `make run`.
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = DEBUG
 
 # --- REST API ---
 REST_FRAMEWORK = {
@@ -227,7 +233,7 @@ ACCOUNT_EMAIL_SUBJECT_PREFIX = env("AIRWEAVE_EMAIL_SUBJECT_PREFIX", default="[Ai
 ACCOUNT_SIGNUP_ENABLED = env.bool("AIRWEAVE_SIGNUP_ENABLED", default=True)
 ACCOUNT_LOGIN_ON_EMAIL_CONFIRMATION = False
 LOGIN_URL = "/accounts/login/"
-LOGIN_REDIRECT_URL = env("AIRWEAVE_LOGIN_REDIRECT_URL", default="/accounts/")
+LOGIN_REDIRECT_URL = env("AIRWEAVE_LOGIN_REDIRECT_URL", default="/ui/")
 # Mail: EMAIL_URL, e.g. smtp+tls://user:password@smtp.example.com:587; default: printed on the console.
 vars().update(env.email_url("EMAIL_URL", default="consolemail://"))
 DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", default="Airweave <noreply@localhost>")

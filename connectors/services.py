@@ -266,3 +266,30 @@ def _valid_cron(expression: str) -> str:
         return validate_cron(expression)
     except ValueError as exc:
         raise SourceConnectionError(str(exc), "schedule.cron") from None
+
+
+def source_connection_reauthenticate(*, source_connection: SourceConnection, credentials: dict,
+                                     modified_by=None, sync: bool = True) -> SourceConnection:
+    """Replace the credentials of a connection that needs re-authentication (direct credentials),
+    mark it authenticated again and, with `sync`, start a job. Raises SourceConnectionError naming
+    the credential field to fix (or SyncAlreadyRunning from the sync start)."""
+    source_cls = get_source(source_connection.short_name)
+    if "direct" not in source_cls.auth_methods:
+        raise SourceConnectionError(f"source '{source_cls.short_name}' takes no direct credentials; "
+                                    "authorize it in the browser", "authentication")
+    for f in source_cls.auth_fields:
+        if f.required and credentials.get(f.name) in (None, ""):
+            raise SourceConnectionError(f"authentication.credentials.{f.name} is required ({f.title})",
+                                        f"authentication.credentials.{f.name}")
+    stored = _valid_credentials(source_cls, credentials) or {}
+    SourceConnection.objects.filter(pk=source_connection.pk).update(
+        encrypted_credentials=encrypt_json(stored), auth_method="direct", is_authenticated=True,
+        status=SourceConnection.Status.PENDING_SYNC, error_category="", error_message="",
+        modified_by=modified_by or source_connection.modified_by, modified_at=timezone.now())
+    source_connection.refresh_from_db()
+    if sync:
+        from connectors.sync.services import sync_job_start
+
+        sync_job_start(source_connection=source_connection)
+        source_connection.refresh_from_db()
+    return source_connection

@@ -53,6 +53,7 @@ class Hit:
     chunk_id: object
     entity_pk: object
     score: float
+    ranks: dict | None = None  # hybrid: {"vector": rank or None, "keyword": rank or None} (1-based)
 
 
 def retrieve(q: RetrievalQuery) -> list[Hit]:
@@ -65,7 +66,22 @@ def retrieve(q: RetrievalQuery) -> list[Hit]:
     if q.strategy in ("hybrid", "keyword"):
         legs.append(_fetch(keyword_leg, q))
     ranked = legs[0] if len(legs) == 1 else rrf_fuse(legs, k=q.rrf_k, by_entity=q.collapse)
+    if len(legs) == 2:
+        _annotate_ranks(ranked, dict(zip(("vector", "keyword"), legs)), by_entity=q.collapse)
     return ranked[q.offset:q.offset + q.limit]
+
+
+def _annotate_ranks(ranked: list[Hit], legs: dict[str, list[Hit]], by_entity: bool) -> None:
+    """Set each fused hit's `ranks`: the 1-based rank each leg gave it (None when that leg missed it)."""
+    positions = {}
+    for name, leg in legs.items():
+        seen = {}
+        for rank, hit in enumerate(leg, start=1):
+            seen.setdefault(hit.entity_pk if by_entity else hit.chunk_id, rank)
+        positions[name] = seen
+    for hit in ranked:
+        key = hit.entity_pk if by_entity else hit.chunk_id
+        hit.ranks = {name: seen.get(key) for name, seen in positions.items()}
 
 
 def candidate_depth(q: RetrievalQuery) -> int:
@@ -248,4 +264,4 @@ def rrf_fuse(legs: list[list[Hit]], k: int = 60, by_entity: bool = False) -> lis
             if key not in best or rank < best[key][0]:
                 best[key] = (rank, hit)
     ordered = sorted(scores, key=lambda key: -scores[key])
-    return [Hit(best[key][1].chunk_id, best[key][1].entity_pk, scores[key]) for key in ordered]
+    return [Hit(best[key][1].chunk_id, best[key][1].entity_pk, scores[key], best[key][1].ranks) for key in ordered]

@@ -19,6 +19,7 @@ class Candidate(BaseModel):
     score: float
     chunk: Any = None  # airweave.collections.models.Chunk once loaded
     federated: dict | None = None  # a result from a federated source (no chunk row)
+    leg_ranks: dict | None = None  # hybrid: the rank the vector and keyword legs gave it (see retrieval.Hit)
 
 
 class SearchState(BaseModel):

@@ -135,6 +135,10 @@ class SyncJob(TenantModel):
     error = models.TextField(blank=True, default="")
     error_category = models.CharField(max_length=64, blank=True, default="")
     error_details = models.JSONField(null=True, blank=True)
+    # Seconds spent per stage of the pipeline: listing, converting, chunking, embedding, writing.
+    stage_seconds = models.JSONField(default=dict, blank=True)
+
+    STAGES = ("listing", "converting", "chunking", "embedding", "writing")
 
     class Meta:
         ordering = ["-created_at"]

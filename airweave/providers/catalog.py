@@ -55,3 +55,22 @@ def embedding_model(name: str) -> EmbeddingModel:
 def indexed_dimensions() -> list[int]:
     """The vector sizes that have an HNSW index (one per distinct model dimension)."""
     return sorted({m.dimensions for m in embedding_models().values()})
+
+
+def provider_keys_present(environ=None) -> dict[str, bool]:
+    """{provider: whether its API key variable is set} for every provider of defaults.yml that
+    takes a key (the local provider needs none; key-optional endpoints count when their base URL
+    or key is set). Reads the environment only."""
+    import os
+
+    environ = os.environ if environ is None else environ
+    present = {}
+    for name, config in load_defaults()["providers"].items():
+        key_env = config.get("api_key_env")
+        if not key_env:
+            continue
+        found = bool(environ.get(key_env))
+        if config.get("key_optional"):
+            found = found or bool(environ.get(f"{name.upper()}_BASE_URL"))
+        present[name] = found
+    return present

@@ -12,6 +12,7 @@ connection, no access list = closed. Other sources' entities are visible to the 
 from __future__ import annotations
 
 import logging
+import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Callable
@@ -62,6 +63,13 @@ class JobCounters:
     notes: list = field(default_factory=list)
     memberships: dict | None = None  # {"total", "added", "removed"} when the source lists group memberships
     membership_skips: Counter = field(default_factory=Counter)
+    # Seconds per stage (SyncJob.STAGES): listing (the source's listing, reading and hashing),
+    # converting (files to text), chunking, embedding, writing (entities, chunks, deletions, stats).
+    stages: dict = field(default_factory=lambda: dict.fromkeys(SyncJob.STAGES, 0.0))
+
+    def timed(self, stage: str):
+        """A context manager adding the time spent inside it to `stage`."""
+        return _StageTimer(self.stages, stage)
 
     def skip_membership(self, reason: str) -> None:
         self.membership_skips[reason] += 1
@@ -88,6 +96,7 @@ class JobCounters:
             "entities_skipped": self.skipped, "entities_failed": self.failed,
             "chunks_embedded": self.chunks_embedded, "entities_encountered": dict(self.encountered),
             "error_details": details or None,
+            "stage_seconds": {k: round(v, 3) for k, v in self.stages.items()},
         }
 
     def as_progress(self) -> dict:
@@ -169,7 +178,7 @@ class SyncPipeline:
         seen: set[str] = set()
         batch: list[_Pending] = []
 
-        for entity in source.generate_entities(cursor):
+        for entity in self._timed_listing(source.generate_entities(cursor)):
             if entity.entity_id in seen:
                 continue
             seen.add(entity.entity_id)
@@ -183,7 +192,8 @@ class SyncPipeline:
                                                      f"{settings.AIRWEAVE_MAX_FILE_BYTES} bytes")
                 continue
             try:
-                content_hash = entity.content_hash()
+                with self.counters.timed("listing"):
+                    content_hash = entity.content_hash()
             except (SkipEntity, OSError) as exc:
                 self.counters.skip(entity.entity_id, getattr(exc, "reason", None) or f"unreadable: {exc}")
                 continue
@@ -204,17 +214,29 @@ class SyncPipeline:
                 self._checkpoint()
         self._index(batch)
 
-        if source.is_full_listing():
-            self._delete_missing(known, seen)
-        else:
-            self._delete_absent(source, known, seen)
-        reported = [entity_id for entity_id in dict.fromkeys(source.deleted_entity_ids())
-                    if entity_id in known and entity_id not in seen]
-        if reported:
-            self.counters.deleted += entities_delete(source_connection=self.connection, entity_ids=reported)
-        keyword_stats_refresh(self.collection.id)
+        with self.counters.timed("writing"):
+            if source.is_full_listing():
+                self._delete_missing(known, seen)
+            else:
+                self._delete_absent(source, known, seen)
+            reported = [entity_id for entity_id in dict.fromkeys(source.deleted_entity_ids())
+                        if entity_id in known and entity_id not in seen]
+            if reported:
+                self.counters.deleted += entities_delete(source_connection=self.connection, entity_ids=reported)
+            keyword_stats_refresh(self.collection.id)
         self._checkpoint()
         SyncCursor.objects.update_or_create(sync_id=self.job.sync_id, defaults={"data": source.next_cursor()})
+
+    def _timed_listing(self, entities):
+        """The source's entities, the time spent producing each one counted as listing."""
+        iterator = iter(entities)
+        while True:
+            with self.counters.timed("listing"):
+                try:
+                    entity = next(iterator)
+                except StopIteration:
+                    return
+            yield entity
 
     def _sync_memberships(self, source) -> None:
         """Replace the connection's stored group memberships with the source's listing, if it gives one."""
@@ -260,12 +282,15 @@ class SyncPipeline:
         texts: list[str] = []
         for pending in batch:
             try:
-                text = self._text_of(pending.entity)
+                with self.counters.timed("converting"):
+                    text = self._text_of(pending.entity)
             except SkipEntity as exc:
                 self.counters.skip(pending.entity.entity_id, exc.reason)
                 continue
-            pieces = chunk_text(text, self.embedder.tokenizer, max_tokens=self._max_tokens(),
-                                overlap=settings.AIRWEAVE_CHUNK_OVERLAP_TOKENS)
+            tokenizer = self.embedder.tokenizer  # loading the model is not chunking
+            with self.counters.timed("chunking"):
+                pieces = chunk_text(text, tokenizer, max_tokens=self._max_tokens(),
+                                    overlap=settings.AIRWEAVE_CHUNK_OVERLAP_TOKENS)
             if not pieces:
                 self.counters.skip(pending.entity.entity_id, "empty: no text to index")
                 continue
@@ -275,14 +300,16 @@ class SyncPipeline:
             records.append(record)
         if not records:
             return
-        vectors = self.embedder.embed(texts)
+        with self.counters.timed("embedding"):
+            vectors = self.embedder.embed(texts)
         position = 0
         for record in records:
             for chunk in record.chunks:
                 chunk.embedding = vectors[position]
                 position += 1
-        entities_write(source_connection=self.connection, sync_id=self.job.sync_id, sync_job_id=self.job.id,
-                       records=records)
+        with self.counters.timed("writing"):
+            entities_write(source_connection=self.connection, sync_id=self.job.sync_id, sync_job_id=self.job.id,
+                           records=records)
         self.counters.chunks_embedded += len(texts)
         written = {r.entity_id for r in records}
         for pending in batch:
@@ -324,6 +351,21 @@ class SyncPipeline:
         status = SyncJob.objects.filter(pk=self.job.pk).values_list("status", flat=True).first()
         if status == S.CANCELLING:
             raise JobCancelled()
+
+
+class _StageTimer:
+    """Adds the wall time of its `with` block to `stages[stage]`."""
+
+    def __init__(self, stages: dict, stage: str):
+        self.stages, self.stage = stages, stage
+
+    def __enter__(self):
+        self.started = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc):
+        self.stages[self.stage] = self.stages.get(self.stage, 0.0) + time.perf_counter() - self.started
+        return False
 
 
 def _membership_problem(item) -> str | None:

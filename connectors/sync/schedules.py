@@ -71,3 +71,16 @@ def sync_jobs_sweep_stuck(now=None) -> int:
             error_category="stuck",
         )
     return swept
+
+
+def cron_next_runs(expression: str, count: int = 3, start=None) -> list:
+    """The next `count` times (aware, UTC) `expression` fires after `start` (now).
+
+    Raises ValueError with the message of validate_cron when the expression is not valid cron;
+    an empty expression has no runs.
+    """
+    expression = validate_cron(expression)
+    if not expression:
+        return []
+    runs = croniter(expression, start or timezone.now())
+    return [runs.get_next(type(timezone.now())) for _ in range(count)]

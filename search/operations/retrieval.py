@@ -27,7 +27,8 @@ class Retrieval(SearchOperation):
         hits = legs[0] if len(legs) == 1 else rrf_fuse(legs, k=state.rrf_k, by_entity=state.collapse_entities)
         hits = hits[:needed]
         chunks = load_chunks(h.chunk_id for h in hits)
-        state.candidates = [Candidate(chunk_id=h.chunk_id, entity_pk=h.entity_pk, score=h.score, chunk=chunks[h.chunk_id])
+        state.candidates = [Candidate(chunk_id=h.chunk_id, entity_pk=h.entity_pk, score=h.score, chunk=chunks[h.chunk_id],
+                                      leg_ranks=h.ranks)
                             for h in hits if h.chunk_id in chunks]
         ctx.emit("vector_search_done", op=self.name, final_count=len(state.candidates),
                  top_scores=[round(c.score, 6) for c in state.candidates[:5]])

@@ -1,4 +1,4 @@
-"""Migration 0008 renames what earlier syncs of the export sources stored under the API sources' names."""
+"""Migration 0009 renames what earlier syncs of the export sources stored under the API sources' names."""
 from __future__ import annotations
 
 import importlib
@@ -8,7 +8,7 @@ from django.db import connection
 from connectors.services import source_connection_create
 from connectors.sync.services import sync_job_run, sync_job_start
 
-migration = importlib.import_module("airweave.collections.migrations.0008_export_entity_type_names")
+migration = importlib.import_module("airweave.collections.migrations.0009_export_entity_type_names")
 
 
 def test_stored_slack_export_rows_get_their_own_names(make_collection, tmp_path):

@@ -62,7 +62,19 @@ def organization_switch(request):
         raise Http404("Organization not found")
     request.session[SESSION_ORGANIZATION_KEY] = str(organization.pk)
     messages.success(request, f"You now act for {organization.name}.")
-    return redirect(request.POST.get("next") if request.POST.get("next", "").startswith("/accounts/") else "accounts_home")
+    return redirect(_after_switch(request.POST.get("next", "")))
+
+
+def _after_switch(next_path: str) -> str:
+    """Where the switch lands: back to the account page or UI list it came from; a page of one of the
+    previous organization's collections would answer 404 in the new one, so those go to the dashboard."""
+    if next_path.startswith("/accounts/") and not next_path.startswith("//"):
+        return next_path
+    if next_path in ("/ui/", "/ui/collections/"):
+        return next_path
+    if next_path.startswith("/ui/"):
+        return "/ui/"
+    return "/accounts/"
 
 
 @login_required

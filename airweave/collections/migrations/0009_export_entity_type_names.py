@@ -32,7 +32,7 @@ def _statements(forward: bool) -> list[str]:
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('collections', '0007_access_group_membership'),
+        ('collections', '0008_sync_job_stage_seconds'),
     ]
 
     operations = [migrations.RunSQL(_statements(True), reverse_sql=_statements(False))]
