@@ -14,7 +14,7 @@ from airweave.tenancy.quotas import QuotaExceeded
 from airweave.web.ui.access import not_found, render_page, ui_view
 from airweave.web.ui.forms import SourceConnectionForm, attach_source_error
 from connectors import services as connector_services
-from connectors.auth import oauth
+from connectors import authorization
 from connectors.registry import all_sources, get_source
 
 
@@ -70,7 +70,7 @@ def source_configure(request, caller, readable_id, short_name):
         except QuotaExceeded as exc:
             form.add_error(None, str(exc))
         else:
-            auth_url = oauth.auth_summary(connection).get("auth_url")
+            auth_url = authorization.auth_summary(connection).get("auth_url")
             if auth_url:
                 return redirect(auth_url)  # the provider's consent, then back to the collection page
             messages.success(request, f"{connection.name} added; its first sync has started.")
@@ -95,8 +95,8 @@ def reconnect(request, caller, readable_id, connection_id):
     if request.method == "POST":
         if request.POST.get("method") == "oauth":
             try:
-                return redirect(oauth.start_authorization(connection, back, sync_after=True))
-            except oauth.AuthorizationError as exc:
+                return redirect(authorization.start_authorization(connection, back, sync_after=True))
+            except authorization.AuthorizationError as exc:
                 error = str(exc)
         else:
             credentials = {d.name: request.POST.get(f"cred_{d.name}") for d in source_cls.auth_fields
