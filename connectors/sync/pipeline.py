@@ -41,6 +41,9 @@ from connectors.sync.jobs import S, sync_job_transition
 
 logger = logging.getLogger(__name__)
 EXAMPLES_PER_REASON = 5
+# Chunks embedded per call while a batch is indexed: a large entity reports progress, and can be
+# cancelled, every slice (about 10 s of MiniLM on 2 cores) instead of once at its end.
+EMBED_SLICE_CHUNKS = 256
 
 
 class JobCancelled(Exception):
@@ -66,6 +69,8 @@ class JobCounters:
     # Seconds per stage (SyncJob.STAGES): listing (the source's listing, reading and hashing),
     # converting (files to text), chunking, embedding, writing (entities, chunks, deletions, stats).
     stages: dict = field(default_factory=lambda: dict.fromkeys(SyncJob.STAGES, 0.0))
+    truncated: dict = field(default_factory=lambda: {"count": 0, "examples": []})
+    current_entity: str = ""  # the entity whose chunks are being embedded, while a large one is
 
     def timed(self, stage: str):
         """A context manager adding the time spent inside it to `stage`."""
@@ -73,6 +78,12 @@ class JobCounters:
 
     def skip_membership(self, reason: str) -> None:
         self.membership_skips[reason] += 1
+
+    def truncate(self, entity_id: str, reason: str) -> None:
+        """Count an entity indexed in part (its first AIRWEAVE_MAX_CHUNKS_PER_ENTITY chunks)."""
+        self.truncated["count"] += 1
+        if len(self.truncated["examples"]) < EXAMPLES_PER_REASON:
+            self.truncated["examples"].append({"entity_id": entity_id, "reason": reason})
 
     def skip(self, entity_id: str, reason: str) -> None:
         self.skipped += 1
@@ -85,6 +96,8 @@ class JobCounters:
         details = {}
         if self.skip_reasons:
             details["skipped"] = {k: dict(v) for k, v in self.skip_reasons.items()}
+        if self.truncated["count"]:
+            details["truncated"] = dict(self.truncated)
         if self.notes:
             details["notes"] = self.notes
         if self.memberships is not None or self.membership_skips:
@@ -101,7 +114,8 @@ class JobCounters:
 
     def as_progress(self) -> dict:
         return {"inserted": self.inserted, "updated": self.updated, "deleted": self.deleted, "kept": self.kept,
-                "skipped": self.skipped, "failed": self.failed, "entities_encountered": dict(self.encountered)}
+                "skipped": self.skipped, "failed": self.failed, "entities_encountered": dict(self.encountered),
+                "chunks_embedded": self.chunks_embedded, "current_entity": self.current_entity}
 
 
 @dataclass
@@ -279,7 +293,6 @@ class SyncPipeline:
     def _index(self, batch: list[_Pending]) -> None:
         """Convert, chunk, embed and write a batch of new or changed entities."""
         records: list[EntityRecord] = []
-        texts: list[str] = []
         for pending in batch:
             try:
                 with self.counters.timed("converting"):
@@ -294,30 +307,49 @@ class SyncPipeline:
             if not pieces:
                 self.counters.skip(pending.entity.entity_id, "empty: no text to index")
                 continue
+            limit = settings.AIRWEAVE_MAX_CHUNKS_PER_ENTITY
+            if limit and len(pieces) > limit:
+                self.counters.truncate(pending.entity.entity_id, f"truncated: {len(pieces)} chunks, the first "
+                                       f"{limit} indexed (AIRWEAVE_MAX_CHUNKS_PER_ENTITY)")
+                pieces = pieces[:limit]
             record = _record_of(pending)
             record.chunks = [ChunkRecord(text=p.text, embedding=None) for p in pieces]
-            texts.extend(p.text for p in pieces)
             records.append(record)
-        if not records:
-            return
-        with self.counters.timed("embedding"):
-            vectors = self.embedder.embed(texts)
-        position = 0
-        for record in records:
-            for chunk in record.chunks:
-                chunk.embedding = vectors[position]
-                position += 1
-        with self.counters.timed("writing"):
-            entities_write(source_connection=self.connection, sync_id=self.job.sync_id, sync_job_id=self.job.id,
-                           records=records)
-        self.counters.chunks_embedded += len(texts)
-        written = {r.entity_id for r in records}
-        for pending in batch:
-            if pending.entity.entity_id in written:
-                if pending.is_new:
-                    self.counters.inserted += 1
-                else:
-                    self.counters.updated += 1
+        if records:
+            self._embed_and_write(records, {p.entity.entity_id: p.is_new for p in batch})
+
+    def _embed_and_write(self, records: list[EntityRecord], is_new: dict[str, bool]) -> None:
+        """Embed the records' chunks in slices of EMBED_SLICE_CHUNKS and write each record once its
+        chunks are embedded, smallest first: the small entities of a batch are written before a
+        large one, and counters (chunks embedded, the entity at work) move and cancellation is
+        checked between the slices of a large one."""
+        records = sorted(records, key=lambda r: len(r.chunks))
+        work = [(record, chunk) for record in records for chunk in record.chunks]
+        remaining = {id(record): len(record.chunks) for record in records}
+        for start in range(0, len(work), EMBED_SLICE_CHUNKS):
+            part = work[start:start + EMBED_SLICE_CHUNKS]
+            self.counters.current_entity = part[-1][0].entity_id
+            with self.counters.timed("embedding"):
+                vectors = self.embedder.embed([chunk.text for _, chunk in part])
+            done = []
+            for (record, chunk), vector in zip(part, vectors):
+                chunk.embedding = vector
+                remaining[id(record)] -= 1
+                if remaining[id(record)] == 0:
+                    done.append(record)
+            self.counters.chunks_embedded += len(part)
+            if done:
+                with self.counters.timed("writing"):
+                    entities_write(source_connection=self.connection, sync_id=self.job.sync_id,
+                                   sync_job_id=self.job.id, records=done)
+                for record in done:
+                    if is_new[record.entity_id]:
+                        self.counters.inserted += 1
+                    else:
+                        self.counters.updated += 1
+            if start + EMBED_SLICE_CHUNKS < len(work):
+                self._checkpoint()
+        self.counters.current_entity = ""
 
     def _max_tokens(self) -> int:
         return min(settings.AIRWEAVE_CHUNK_TOKENS, self.embedder.max_tokens)
