@@ -278,3 +278,8 @@ def test_reconnect_with_new_credentials(team, docs, browser):
     assert done.status_code == 302
     connection.refresh_from_db()
     assert connection.status == "active" and connection.is_authenticated and connection.jobs.count() == 2
+
+
+def test_back_from_a_failed_oauth_flow_the_page_says_why(team, docs, browser):
+    page = browser(team[3]).get("/ui/collections/handbook/?status=error&error=oauth_error&message=access_denied")
+    assert "Authorization failed: access_denied" in page.content.decode()

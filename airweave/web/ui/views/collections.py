@@ -9,7 +9,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from airweave.collections import selectors, services
-from airweave.collections.models import Collection, SourceConnection, SyncJob
+from airweave.collections.models import Collection, SourceConnection
 from airweave.tenancy import policies
 from airweave.tenancy.models import Membership
 from airweave.web.ui.access import not_found, render_page, ui_view
@@ -110,6 +110,10 @@ def _panel(connection_summary, schedule_form=None, next_runs_of=None):
 def collection_detail(request, caller, readable_id):
     """The collection page: header, one panel per source connection (live over the sync websocket)."""
     summary = _summary_or_404(caller, readable_id)
+    if request.GET.get("status") == "error":  # back from an OAuth flow that failed (see the callback)
+        messages.error(request, f"Authorization failed: {request.GET.get('message', 'the provider refused')[:300]}")
+    elif request.GET.get("status") == "success":
+        messages.success(request, "Authorized; the first sync has started.")
     next_runs_of: dict = {}
     return render_page(request, caller, "ui/collection.html", summary=summary, collection=summary.collection,
                        panels=[_panel(c, next_runs_of=next_runs_of) for c in summary.connections])
@@ -204,6 +208,3 @@ def cron_preview(request, caller):
         runs, error = [], str(exc)
     return render_page(request, caller, "ui/_cron_preview.html", runs=runs, error=error, expression=expression)
 
-
-__all__ = ["collection_list", "collection_detail", "connection_panel", "collection_delete", "connection_action",
-           "cron_preview", "SyncJob"]
