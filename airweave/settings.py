@@ -115,6 +115,10 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = BASE_DIR / "staticfiles"
 # WhiteNoise serves the files where the finders find them: no collectstatic step for `make run`.
 WHITENOISE_USE_FINDERS = True
+# Without `collectstatic` STATIC_ROOT does not exist; WhiteNoise would warn about it in every process.
+import warnings  # noqa: E402
+
+warnings.filterwarnings("ignore", message="No directory at")
 WHITENOISE_AUTOREFRESH = DEBUG
 
 # --- REST API ---

@@ -177,7 +177,10 @@ def _summaries(collections: list[Collection], connections: list[SourceConnection
     for (connection_id, entity_type), count in counts.items():
         per_connection.setdefault(connection_id, {})[entity_type] = count
     by_collection: dict = {c.id: [] for c in collections}
+    collection_of = {c.id: c for c in collections}
     for connection in connections:
+        if connection.collection_id in collection_of:
+            connection.collection = collection_of[connection.collection_id]  # no lazy load per connection
         types = dict(sorted(per_connection.get(connection.id, {}).items()))
         by_collection.setdefault(connection.collection_id, []).append(
             ConnectionSummary(connection, latest.get(connection.id), sum(types.values()), types))

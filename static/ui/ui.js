@@ -52,6 +52,8 @@
         if (event.status) {
           var badge = panel.querySelector("[data-job-status]");
           if (badge) { badge.textContent = event.status; badge.className = "badge " + event.status; }
+          var state = panel.querySelector("[data-status]");
+          if (state && event.status === "running") { state.textContent = "Syncing"; state.className = "badge syncing"; }
         }
       } else if (event.type === "sync_complete" && !finished) {
         finished = true;

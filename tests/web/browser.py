@@ -102,9 +102,13 @@ def live_product(tmp_path, **env):
         assert "Traceback" not in worker_log, worker_log[worker_log.find("Traceback") - 500:][:5000]
 
 
-def sign_up(page, url: str, server, email: str) -> None:
-    """Sign up, follow the verification link printed by the console mail backend, log in."""
+def sign_up(page, url: str, server, email: str, check=None) -> None:
+    """Sign up, follow the verification link printed by the console mail backend, log in.
+
+    `check(page)` runs on the sign-up page and on the login page (e.g. assert_accessible)."""
     page.goto(f"{url}/accounts/signup/")
+    if check:
+        check(page)
     page.fill("input[name=email]", email)
     page.fill("input[name=password1]", PASSWORD)
     page.fill("input[name=password2]", PASSWORD)
@@ -114,12 +118,14 @@ def sign_up(page, url: str, server, email: str) -> None:
     page.goto(link)
     page.click("main button[type=submit]")
     page.wait_for_load_state()
-    log_in(page, url, email)
+    log_in(page, url, email, check)
 
 
-def log_in(page, url: str, email: str) -> None:
+def log_in(page, url: str, email: str, check=None) -> None:
     """Log in at /accounts/login/; lands on the dashboard."""
     page.goto(f"{url}/accounts/login/")
+    if check:
+        check(page)
     page.fill("input[name=login]", email)
     page.fill("input[name=password]", PASSWORD)
     page.click("main button[type=submit]")

@@ -24,7 +24,7 @@ def test_sign_up_to_a_cited_answer_over_my_folder(browser_env, tmp_path):
     with live_product(tmp_path) as (server, url, worker), chromium_page() as page:
         page.goto(f"{url}/")
         assert "/accounts/login/" in page.url  # / → /ui/ → log in first
-        sign_up(page, url, server, "ada@example.com")
+        sign_up(page, url, server, "ada@example.com", check=assert_accessible)
         assert_accessible(page)  # the empty dashboard
 
         # Create a collection; the readable id is suggested from the name.
@@ -84,8 +84,9 @@ def test_sign_up_to_a_cited_answer_over_my_folder(browser_env, tmp_path):
         assert "/collections/travel-and-leave/search" in page.inner_text("#code-curl")
         assert_accessible(page)
 
-        # Open the cited entity in the explorer.
-        page.click(f"#result-{number} header a")
+        # Open the cited entity in the explorer, with the keyboard.
+        page.focus(f"#result-{number} header a")
+        page.keyboard.press("Enter")
         page.wait_for_selector("#chunks-h")
         assert "Who may see it" in page.inner_text("main")
         assert_accessible(page)

@@ -235,3 +235,51 @@ def test_add_source_errors_appear_at_their_field(team, docs, browser, tmp_path, 
     assert bad_cron.status_code == 400 and 'id="id_cron_error"' in bad_cron.content.decode()
     no_secret = member.post("/ui/collections/handbook/sources/notion/", {"auth_method": "direct"})
     assert no_secret.status_code == 400 and 'id="id_cred_integration_secret_error"' in no_secret.content.decode()
+
+
+def test_oauth_in_the_browser_goes_to_the_flows_link_and_the_callback_comes_back(team, docs, browser, client):
+    from urllib.parse import parse_qs, urlsplit
+
+    from airweave.collections.models import SourceConnection
+
+    member = browser(team[3])
+    response = member.post("/ui/collections/handbook/sources/notion/",
+                           {"name": "Wiki", "auth_method": "oauth_byoc", "client_id": "my-client",
+                            "client_secret": "my-secret"})
+    assert response.status_code == 302 and "/source-connections/authorize/" in response["Location"]
+    connection = SourceConnection.objects.get(name="Wiki")
+    assert connection.status == "pending_auth" and connection.auth_method == "oauth_byoc"
+    provider = member.get(urlsplit(response["Location"]).path)  # the one-time link: on to the provider
+    assert provider.status_code == 302 and provider["Location"].startswith("https://api.notion.com/v1/oauth/authorize")
+    assert parse_qs(urlsplit(provider["Location"]).query)["client_id"] == ["my-client"]
+    panel = member.get("/ui/collections/handbook/").content.decode()
+    assert "Waiting for authorization" in panel and f"/connections/{connection.id}/reconnect" in panel
+
+
+def test_oauth_without_any_client_is_an_error_at_the_form(team, docs, browser, monkeypatch):
+    monkeypatch.delenv("AIRWEAVE_OAUTH_NOTION_CLIENT_ID", raising=False)
+    response = browser(team[3]).post("/ui/collections/handbook/sources/notion/", {"auth_method": "oauth_browser"})
+    assert response.status_code == 400 and "no OAuth client for" in response.content.decode()
+    byoc = browser(team[3]).post("/ui/collections/handbook/sources/notion/", {"auth_method": "oauth_byoc"})
+    assert byoc.status_code == 400 and 'id="id_client_id_error"' in byoc.content.decode()
+
+
+def test_reconnect_with_new_credentials(team, docs, browser):
+    from connectors.services import source_connection_mark_needs_reauth
+
+    collection, connection, job, _ = docs
+    source_connection_mark_needs_reauth(source_connection_id=connection.id, category="invalid_credentials",
+                                        message="the token was revoked")
+    member = browser(team[3])
+    assert "the token was revoked" in member.get("/ui/").content.decode()  # the dashboard's banner
+    page = member.get(f"/ui/collections/handbook/connections/{connection.id}/reconnect")
+    assert page.status_code == 200 and "Reconnect" in page.content.decode()
+    done = member.post(f"/ui/collections/handbook/connections/{connection.id}/reconnect", {"method": "direct"})
+    assert done.status_code == 302
+    connection.refresh_from_db()
+    assert connection.status == "active" and connection.is_authenticated and connection.jobs.count() == 2
+
+
+def test_back_from_a_failed_oauth_flow_the_page_says_why(team, docs, browser):
+    page = browser(team[3]).get("/ui/collections/handbook/?status=error&error=oauth_error&message=access_denied")
+    assert "Authorization failed: access_denied" in page.content.decode()

@@ -9,7 +9,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from airweave.collections import selectors, services
-from airweave.collections.models import Collection, SourceConnection, SyncJob
+from airweave.collections.models import Collection, SourceConnection
 from airweave.tenancy import policies
 from airweave.tenancy.models import Membership
 from airweave.web.ui.access import not_found, render_page, ui_view
@@ -71,24 +71,52 @@ def _connection_or_404(caller, readable_id, connection_id):
     return summary
 
 
-def _panel(connection_summary, schedule_form=None):
-    """What one connection panel shows besides the summary: its schedule form and next runs."""
-    sync = getattr(connection_summary.connection, "sync", None)
+COUNTERS = ("inserted", "updated", "deleted", "kept", "skipped", "failed")
+
+
+def _panel(connection_summary, schedule_form=None, next_runs_of=None):
+    """What one connection panel shows, prepared as plain strings: its URLs, the last job's counters
+    and times, its schedule form and next runs.
+
+    A collection page renders one panel per connection (50 in the benchmark), so everything a
+    template would format per panel (dates, numbers, URLs) is formatted here once, in Python.
+    `next_runs_of` memoises the next runs of each distinct cron expression over a page.
+    """
+    connection = connection_summary.connection
+    job = connection_summary.last_job
+    sync = getattr(connection, "sync", None)
     cron = sync.cron_schedule if sync else ""
     form = schedule_form or ScheduleForm(initial={"cron": cron})
-    try:
-        next_runs = cron_next_runs(cron) if cron else []
-    except ValueError:
-        next_runs = []
-    return {"summary": connection_summary, "schedule_form": form, "next_runs": next_runs}
+    next_runs_of = {} if next_runs_of is None else next_runs_of
+    if cron and cron not in next_runs_of:
+        try:
+            next_runs_of[cron] = [r.strftime("%a %Y-%m-%d %H:%M") for r in cron_next_runs(cron)]
+        except ValueError:
+            next_runs_of[cron] = []
+    base = f"{reverse('ui_collection', args=[connection.collection.readable_id])}connections/{connection.id}/"
+    duration = job.duration_seconds if job else None
+    return {
+        "id": str(connection.id), "summary": connection_summary, "schedule_form": form, "next_runs": " · ".join(next_runs_of.get(cron, [])),
+        "urls": {"panel": base + "panel", "action": base + "action", "jobs": base + "jobs/",
+                 "reconnect": base + "reconnect"},
+        "counters": [(name, str(getattr(job, f"entities_{name}", 0) if job else 0)) for name in COUNTERS],
+        "started": job.started_at.strftime("%Y-%m-%d %H:%M:%S UTC") if job and job.started_at else "",
+        "duration": f"{duration:.1f} s" if duration is not None else "",
+        "entity_types": " ".join(f"{t}: {n}" for t, n in connection_summary.entity_types.items()),
+    }
 
 
 @ui_view
 def collection_detail(request, caller, readable_id):
     """The collection page: header, one panel per source connection (live over the sync websocket)."""
     summary = _summary_or_404(caller, readable_id)
+    if request.GET.get("status") == "error":  # back from an OAuth flow that failed (see the callback)
+        messages.error(request, f"Authorization failed: {request.GET.get('message', 'the provider refused')[:300]}")
+    elif request.GET.get("status") == "success":
+        messages.success(request, "Authorized; the first sync has started.")
+    next_runs_of: dict = {}
     return render_page(request, caller, "ui/collection.html", summary=summary, collection=summary.collection,
-                       panels=[_panel(c) for c in summary.connections])
+                       panels=[_panel(c, next_runs_of=next_runs_of) for c in summary.connections])
 
 
 @ui_view
@@ -180,6 +208,3 @@ def cron_preview(request, caller):
         runs, error = [], str(exc)
     return render_page(request, caller, "ui/_cron_preview.html", runs=runs, error=error, expression=expression)
 
-
-__all__ = ["collection_list", "collection_detail", "connection_panel", "collection_delete", "connection_action",
-           "cron_preview", "SyncJob"]

@@ -24,7 +24,7 @@ from airweave.web.ui.playground import (
 )
 from airweave.web.ui.snippets import search_snippets
 from search.agentic import search_agentic
-from search.filters import FIELDS, V2_OPERATORS, FilterError
+from search.filters import FIELDS, V2_OPERATORS, FilterError, parse_filter_groups
 from search.instant import SearchRequestError
 from search.pipeline import PipelineRequest, search_prepare, search_run
 from search.streams import sse, stream_from_thread
@@ -113,8 +113,6 @@ def playground_stream(request, caller, readable_id):
         parsed = parse_playground(data)
         principals, _ = _principals(caller, parsed.as_member)
         if parsed.tier == "agentic":
-            from search.filters import parse_filter_groups
-
             parse_filter_groups(parsed.filter if isinstance(parsed.filter, list) else None)
             run = (lambda stream: _run(collection, parsed, principals, stream))
         else:
