@@ -5,11 +5,9 @@ assertion below is on a parsed object; webhooks are in test_sdk_webhooks.py.
 """
 from __future__ import annotations
 
-import time
-
 import pytest
 
-from tests.compat.sdk import load_sdk
+from tests.compat.sdk import load_sdk, wait_for_job
 
 # The marker makes pytest-django create the test database, which the live server uses.
 pytestmark = pytest.mark.django_db
@@ -30,17 +28,6 @@ def collection(client):
         client.collections.delete("sdk-handbook")
     except ApiError:
         pass
-
-
-def wait_for_job(client, connection_id: str, done=("completed", "failed", "cancelled"), timeout: float = 180):
-    """The newest job of the connection once it reaches one of `done` (polled through the SDK)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        jobs = client.source_connections.get_source_connection_jobs(connection_id)
-        if jobs and jobs[0].status in done:
-            return jobs[0]
-        assert time.monotonic() < deadline, f"job still {jobs[0].status if jobs else 'absent'}"
-        time.sleep(0.5)
 
 
 @pytest.fixture(scope="module")
