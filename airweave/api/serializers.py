@@ -288,6 +288,20 @@ def source_connection_payload(connection: SourceConnection, jobs: list[SyncJob] 
     }
 
 
+class SourceConnectionListItemSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    name = serializers.CharField()
+    short_name = serializers.CharField()
+    readable_collection_id = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    modified_at = serializers.DateTimeField()
+    is_authenticated = serializers.BooleanField()
+    entity_count = serializers.IntegerField()
+    federated_search = serializers.BooleanField()
+    auth_method = serializers.ChoiceField(choices=["direct", "oauth_browser", "oauth_token", "oauth_byoc", "auth_provider"])
+    status = serializers.ChoiceField(choices=SourceConnection.Status.choices)
+
+
 def source_connection_list_item(connection: SourceConnection) -> dict:
     return {
         "id": connection.id, "name": connection.name, "short_name": connection.short_name,

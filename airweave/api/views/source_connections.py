@@ -12,7 +12,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from airweave.api.serializers import (
-    SourceConnectionCreateSerializer, SourceConnectionJobSerializer, SourceConnectionUpdateSerializer,
+    SourceConnectionCreateSerializer, SourceConnectionJobSerializer, SourceConnectionListItemSerializer,
+    SourceConnectionUpdateSerializer,
     job_payload, source_connection_list_item, source_connection_payload,
 )
 from airweave.api.views.collections import _user
@@ -69,6 +70,23 @@ class SourceConnectionListView(APIView):
                         status=201)
 
 
+class CollectionSourceConnectionListView(APIView):
+    """GET /collections/{readable_id}/source-connections: the list of one collection (Airweave's CLI asks it)."""
+
+    @extend_schema(operation_id="collection_source_connections_list",
+                   parameters=[OpenApiParameter("skip", int), OpenApiParameter("limit", int)],
+                   responses=SourceConnectionListItemSerializer(many=True))
+    def get(self, request, readable_id):
+        collection = selectors.collection_get(organization=request.organization, readable_id=readable_id)
+        connections = selectors.source_connection_list(
+            organization=request.organization, collection_readable_id=collection.readable_id,
+            skip=int_param(request, "skip", 0, minimum=0), limit=int_param(request, "limit", 100, minimum=1, maximum=1000),
+            principals=request_principals(request),
+        )
+        return Response(SourceConnectionListItemSerializer([source_connection_list_item(c) for c in connections],
+                                                           many=True).data)
+
+
 class SourceConnectionDetailView(APIView):
     @extend_schema(responses=SourceConnectionSchema)
     def get(self, request, id):
@@ -121,7 +139,9 @@ class SourceConnectionRunView(APIView):
                    responses=SourceConnectionJobSerializer)
     def post(self, request, id):
         connection = selectors.source_connection_get(organization=request.organization, id=id)
-        job = sync_job_start(source_connection=connection, force_full_sync=bool_param(request, "force_full_sync"))
+        body = request.data if isinstance(request.data, dict) else {}  # the CLI sends {"force_full_sync": true}
+        force = bool_param(request, "force_full_sync") or body.get("force_full_sync") is True
+        job = sync_job_start(source_connection=connection, force_full_sync=force)
         return Response(SourceConnectionJobSerializer(job_payload(job)).data)
 
 
