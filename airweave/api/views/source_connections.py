@@ -4,8 +4,7 @@ from __future__ import annotations
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from django.http import HttpResponseRedirect
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
-from rest_framework import serializers as drf_serializers
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.exceptions import APIException
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
@@ -13,6 +12,7 @@ from rest_framework.views import APIView
 
 from airweave.api.serializers import (
     SourceConnectionCreateSerializer, SourceConnectionJobSerializer, SourceConnectionListItemSerializer,
+    SourceConnectionSerializer,
     SourceConnectionUpdateSerializer,
     job_payload, source_connection_list_item, source_connection_payload,
 )
@@ -24,9 +24,6 @@ from connectors import services
 from connectors.auth import oauth
 from connectors.sync.services import sync_job_cancel, sync_job_start
 
-SourceConnectionSchema = inline_serializer("SourceConnection", {"id": drf_serializers.UUIDField(),
-                                                                "name": drf_serializers.CharField(),
-                                                                "short_name": drf_serializers.CharField()})
 
 
 class Conflict(APIException):
@@ -35,23 +32,26 @@ class Conflict(APIException):
 
 
 def _detail(connection, request):
-    return source_connection_payload(connection, selectors.sync_job_list(source_connection=connection),
-                                     principals=request_principals(request))
+    payload = source_connection_payload(connection, selectors.sync_job_list(source_connection=connection, limit=1),
+                                        principals=request_principals(request),
+                                        run_counts=selectors.sync_job_run_counts(source_connection=connection))
+    return SourceConnectionSerializer(payload).data
 
 
 class SourceConnectionListView(APIView):
     @extend_schema(operation_id="source_connections_list",
                    parameters=[OpenApiParameter("collection", str), OpenApiParameter("skip", int),
-                               OpenApiParameter("limit", int)], responses=SourceConnectionSchema)
+                               OpenApiParameter("limit", int)], responses=SourceConnectionListItemSerializer(many=True))
     def get(self, request):
         connections = selectors.source_connection_list(
             organization=request.organization, collection_readable_id=str_param(request, "collection") or None,
             skip=int_param(request, "skip", 0, minimum=0), limit=int_param(request, "limit", 100, minimum=1, maximum=1000),
             principals=request_principals(request),
         )
-        return Response([source_connection_list_item(c) for c in connections])
+        return Response(SourceConnectionListItemSerializer([source_connection_list_item(c) for c in connections],
+                                                           many=True).data)
 
-    @extend_schema(request=SourceConnectionCreateSerializer, responses={201: SourceConnectionSchema})
+    @extend_schema(request=SourceConnectionCreateSerializer, responses={201: SourceConnectionSerializer})
     def post(self, request):
         data = SourceConnectionCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -88,11 +88,11 @@ class CollectionSourceConnectionListView(APIView):
 
 
 class SourceConnectionDetailView(APIView):
-    @extend_schema(responses=SourceConnectionSchema)
+    @extend_schema(responses=SourceConnectionSerializer)
     def get(self, request, id):
         return Response(_detail(selectors.source_connection_get(organization=request.organization, id=id), request))
 
-    @extend_schema(request=SourceConnectionUpdateSerializer, responses=SourceConnectionSchema)
+    @extend_schema(request=SourceConnectionUpdateSerializer, responses=SourceConnectionSerializer)
     def patch(self, request, id):
         connection = selectors.source_connection_get(organization=request.organization, id=id)
         data = SourceConnectionUpdateSerializer(data=request.data)
@@ -104,7 +104,7 @@ class SourceConnectionDetailView(APIView):
                                           authentication=authentication or None, **fields)
         return Response(_detail(selectors.source_connection_get(organization=request.organization, id=id), request))
 
-    @extend_schema(responses=SourceConnectionSchema)
+    @extend_schema(responses={200: SourceConnectionSerializer})
     def delete(self, request, id):
         connection = selectors.source_connection_get(organization=request.organization, id=id)
         payload = _detail(connection, request)
@@ -113,7 +113,7 @@ class SourceConnectionDetailView(APIView):
 
 
 class SourceConnectionVerifyOAuthView(APIView):
-    @extend_schema(request=None, responses={200: SourceConnectionSchema, 409: None},
+    @extend_schema(request=None, responses={200: SourceConnectionSerializer, 409: None},
                    description="The connection once its OAuth flow has completed; 409 while it still waits.")
     def post(self, request, id):
         connection = selectors.source_connection_get(organization=request.organization, id=id)
@@ -124,7 +124,7 @@ class SourceConnectionVerifyOAuthView(APIView):
 
 
 class SourceConnectionReinitiateOAuthView(APIView):
-    @extend_schema(request=None, responses=SourceConnectionSchema,
+    @extend_schema(request=None, responses=SourceConnectionSerializer,
                    description="A new OAuth authorization link (auth.auth_url) for a browser-flow connection.")
     def post(self, request, id):
         connection = selectors.source_connection_get(organization=request.organization, id=id)
