@@ -135,6 +135,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # `<id:...>` (airweave.api.compat.ApiUUIDConverter): a UUID; anything else answers 422.
+    "PATH_CONVERTER_OVERRIDES": {"id": {"type": "string", "format": "uuid"}},
 }
 
 # --- Workers (django-q2, ORM broker) ---
