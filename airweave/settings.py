@@ -145,6 +145,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # `<id:...>` (airweave.api.compat.ApiUUIDConverter): a UUID; anything else answers 422.
+    "PATH_CONVERTER_OVERRIDES": {"id": {"type": "string", "format": "uuid"}},
 }
 
 # --- Workers (django-q2, ORM broker) ---
@@ -268,6 +270,12 @@ AIRWEAVE_HTTP_MAX_ATTEMPTS = env.int("AIRWEAVE_HTTP_MAX_ATTEMPTS", default=5)
 AIRWEAVE_HTTP_MAX_RETRY_AFTER_SECONDS = env.float("AIRWEAVE_HTTP_MAX_RETRY_AFTER_SECONDS", default=300.0)
 # The SSRF guard refuses private, loopback, link-local and reserved addresses unless allowed here.
 AIRWEAVE_ALLOW_PRIVATE_HOSTS = env.bool("AIRWEAVE_ALLOW_PRIVATE_HOSTS", default=False)
+# Webhooks (airweave/webhooks, docs/webhooks.md): timeouts of one delivery, and retries with backoff
+# (AIRWEAVE_WEBHOOK_RETRY_SECONDS × 2^(n-1) after the n-th failed attempt, up to MAX_ATTEMPTS attempts).
+AIRWEAVE_WEBHOOK_CONNECT_TIMEOUT = env.float("AIRWEAVE_WEBHOOK_CONNECT_TIMEOUT", default=5.0)
+AIRWEAVE_WEBHOOK_READ_TIMEOUT = env.float("AIRWEAVE_WEBHOOK_READ_TIMEOUT", default=10.0)
+AIRWEAVE_WEBHOOK_RETRY_SECONDS = env.float("AIRWEAVE_WEBHOOK_RETRY_SECONDS", default=30.0)
+AIRWEAVE_WEBHOOK_MAX_ATTEMPTS = env.int("AIRWEAVE_WEBHOOK_MAX_ATTEMPTS", default=6)
 AIRWEAVE_ALLOWED_PRIVATE_NETWORKS = env.list("AIRWEAVE_ALLOWED_PRIVATE_NETWORKS", default=[])
 # Where source rate-limit windows live (a `limits` storage URL); default REDIS_URL, else in-process.
 AIRWEAVE_RATE_LIMIT_STORAGE_URL = env("AIRWEAVE_RATE_LIMIT_STORAGE_URL", default="")

@@ -18,7 +18,7 @@ import uuid
 from django.http import JsonResponse
 from django.urls import Resolver404, resolve
 
-WEB_PREFIXES = ("/ui/", "/ui", "/accounts/", "/admin/", "/static/", "/docs", "/oauth/authorize")
+WEB_PREFIXES = ("/ui", "/accounts", "/admin", "/static/", "/docs", "/oauth/authorize")
 
 _ignored: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("airweave_ignored_fields", default=None)
 _deprecated: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("airweave_deprecated_fields",

@@ -246,13 +246,19 @@ class SourceConnectionJobSerializer(serializers.Serializer):
 
 
 def source_connection_payload(connection: SourceConnection, jobs: list[SyncJob] | None = None,
-                              principals: list[str] | None = None) -> dict:
-    """SourceConnection of API.md. `jobs` (newest first) feed the sync summary; secrets never appear.
+                              principals: list[str] | None = None, run_counts: dict | None = None) -> dict:
+    """SourceConnection of API.md. `jobs` (newest first; the first is the last job) and `run_counts`
+    (selectors.sync_job_run_counts: exact, however many jobs) feed the sync summary; without
+    `run_counts` the counts are those of `jobs`. Secrets never appear.
 
     Entity counts cover the entities `principals` may see (None: all)."""
     sync = getattr(connection, "sync", None)
     jobs = jobs or []
     last = jobs[0] if jobs else None
+    if run_counts is None:
+        run_counts = {"total_runs": len(jobs),
+                      "successful_runs": sum(1 for j in jobs if j.status == SyncJob.Status.COMPLETED),
+                      "failed_runs": sum(1 for j in jobs if j.status == SyncJob.Status.FAILED)}
     by_type = entity_counts_by_type(source_connection=connection, principals=principals)
     return {
         "id": connection.id,
@@ -269,9 +275,7 @@ def source_connection_payload(connection: SourceConnection, jobs: list[SyncJob] 
         "schedule": {"cron": sync.cron_schedule or None, "next_run": sync.next_run_at, "continuous": sync.continuous,
                      "cursor_field": sync.cursor_field or None} if sync else None,
         "sync": {
-            "total_runs": len(jobs),
-            "successful_runs": sum(1 for j in jobs if j.status == SyncJob.Status.COMPLETED),
-            "failed_runs": sum(1 for j in jobs if j.status == SyncJob.Status.FAILED),
+            **run_counts,
             "last_job": {
                 "id": last.id, "status": last.status, "started_at": last.started_at,
                 "completed_at": last.completed_at, "duration_seconds": last.duration_seconds,
@@ -286,6 +290,90 @@ def source_connection_payload(connection: SourceConnection, jobs: list[SyncJob] 
         "error_message": connection.error_message or None,
         "federated_search": _federated(connection),
     }
+
+
+class AuthenticationDetailsSerializer(serializers.Serializer):
+    method = serializers.ChoiceField(choices=["direct", "oauth_browser", "oauth_token", "oauth_byoc", "auth_provider"])
+    authenticated = serializers.BooleanField()
+    authenticated_at = serializers.DateTimeField(allow_null=True)
+    expires_at = serializers.DateTimeField(required=False, help_text="When the access token expires (OAuth).")
+    auth_url = serializers.CharField(required=False, help_text="While a browser flow waits: the link to open (once).")
+    auth_url_expires = serializers.DateTimeField(required=False)
+    redirect_url = serializers.CharField(required=False, allow_null=True)
+
+
+class ScheduleDetailsSerializer(serializers.Serializer):
+    cron = serializers.CharField(allow_null=True)
+    next_run = serializers.DateTimeField(allow_null=True)
+    continuous = serializers.BooleanField()
+    cursor_field = serializers.CharField(allow_null=True)
+
+
+class SyncJobDetailsSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    status = serializers.ChoiceField(choices=SyncJob.Status.choices)
+    started_at = serializers.DateTimeField(allow_null=True)
+    completed_at = serializers.DateTimeField(allow_null=True)
+    duration_seconds = serializers.FloatField(allow_null=True)
+    entities_inserted = serializers.IntegerField()
+    entities_updated = serializers.IntegerField()
+    entities_deleted = serializers.IntegerField()
+    entities_failed = serializers.IntegerField()
+    error = serializers.CharField(allow_null=True)
+
+
+class SyncDetailsSerializer(serializers.Serializer):
+    total_runs = serializers.IntegerField(help_text="Every job of the connection (exact).")
+    successful_runs = serializers.IntegerField()
+    failed_runs = serializers.IntegerField()
+    last_job = SyncJobDetailsSerializer(allow_null=True)
+
+
+class EntityTypeStatsSerializer(serializers.Serializer):
+    count = serializers.IntegerField()
+    last_updated = serializers.DateTimeField(allow_null=True)
+
+
+class EntitySummarySerializer(serializers.Serializer):
+    total_entities = serializers.IntegerField()
+    by_type = serializers.DictField(child=EntityTypeStatsSerializer())
+
+
+class SourceConnectionSerializer(serializers.Serializer):
+    """SourceConnection of API.md (and of the public Airweave API); what every detail answer renders."""
+
+    id = serializers.UUIDField()
+    organization_id = serializers.UUIDField()
+    name = serializers.CharField()
+    description = serializers.CharField(allow_null=True)
+    short_name = serializers.CharField()
+    readable_collection_id = serializers.CharField()
+    status = serializers.ChoiceField(choices=SourceConnection.Status.choices)
+    created_at = serializers.DateTimeField()
+    modified_at = serializers.DateTimeField()
+    auth = AuthenticationDetailsSerializer()
+    config = serializers.JSONField(allow_null=True)
+    schedule = ScheduleDetailsSerializer(allow_null=True)
+    sync = SyncDetailsSerializer()
+    sync_id = serializers.UUIDField(allow_null=True)
+    entities = EntitySummarySerializer()
+    error_category = serializers.CharField(allow_null=True)
+    error_message = serializers.CharField(allow_null=True)
+    federated_search = serializers.BooleanField()
+
+
+class SourceConnectionListItemSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    name = serializers.CharField()
+    short_name = serializers.CharField()
+    readable_collection_id = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    modified_at = serializers.DateTimeField()
+    is_authenticated = serializers.BooleanField()
+    entity_count = serializers.IntegerField()
+    federated_search = serializers.BooleanField()
+    auth_method = serializers.ChoiceField(choices=["direct", "oauth_browser", "oauth_token", "oauth_byoc", "auth_provider"])
+    status = serializers.ChoiceField(choices=SourceConnection.Status.choices)
 
 
 def source_connection_list_item(connection: SourceConnection) -> dict:

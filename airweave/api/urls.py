@@ -14,6 +14,8 @@ urlpatterns = [
     path("collections", collections.CollectionListView.as_view()),
     path("collections/count", collections.CollectionCountView.as_view()),
     path("collections/<str:readable_id>", collections.CollectionDetailView.as_view()),
+    path("collections/<str:readable_id>/source-connections",
+         source_connections.CollectionSourceConnectionListView.as_view()),
     path("collections/<str:readable_id>/documents", documents.DocumentPushView.as_view()),
     path("collections/<str:readable_id>/search", search.PipelineSearchView.as_view()),
     path("collections/<str:readable_id>/search/stream", search.PipelineSearchStreamView.as_view()),

@@ -77,6 +77,15 @@ def sync_job_list(*, source_connection, limit: int = 100) -> list[SyncJob]:
     return list(SyncJob.objects.filter(source_connection=source_connection).order_by("-created_at")[:limit])
 
 
+def sync_job_run_counts(*, source_connection) -> dict:
+    """{total_runs, successful_runs, failed_runs} over every job of the connection (one query)."""
+    from django.db.models import Count, Q
+
+    return SyncJob.objects.filter(source_connection=source_connection).aggregate(
+        total_runs=Count("id"), successful_runs=Count("id", filter=Q(status=SyncJob.Status.COMPLETED)),
+        failed_runs=Count("id", filter=Q(status=SyncJob.Status.FAILED)))
+
+
 def sync_job_get(*, organization, id, source_connection=None) -> SyncJob:
     """Raises SyncJob.DoesNotExist for an unknown id, another organization's job or another connection's."""
     qs = scoped(SyncJob, organization).select_related("source_connection")

@@ -124,3 +124,9 @@ def test_legacy_search_fields_are_mapped_with_a_deprecation_header(client, synce
     assert r.status_code == 200 and r.json()["completion"]
     assert "temporal_relevance is deprecated; use recency_weight" in r["X-API-Deprecation"]
     assert "X-API-Deprecation" not in client.post("/collections/docs/search", {"query": "leave"}, format="json").headers
+
+
+def test_web_pages_keep_djangos_own_not_found_page(client):
+    for path in ("/accounts", "/admin/nothing-here/", "/ui/no-such-page"):
+        r = client.get(path)
+        assert r.status_code in (302, 404) and not r["Content-Type"].startswith("application/json"), path

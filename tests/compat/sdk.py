@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import sys
+import time
 from pathlib import Path
 
 SDK_VERSION = "0.9.62"
@@ -32,3 +33,14 @@ def load_sdk():
         del sys.modules["airweave_sdk"]
         raise
     return module
+
+
+def wait_for_job(client, connection_id: str, done=("completed", "failed", "cancelled"), timeout: float = 180):
+    """The newest job of the connection once it reaches one of `done` (polled through the SDK)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        jobs = client.source_connections.get_source_connection_jobs(connection_id)
+        if jobs and jobs[0].status in done:
+            return jobs[0]
+        assert time.monotonic() < deadline, f"job still {jobs[0].status if jobs else 'absent'}"
+        time.sleep(0.5)

@@ -5,11 +5,9 @@ assertion below is on a parsed object; webhooks are in test_sdk_webhooks.py.
 """
 from __future__ import annotations
 
-import time
-
 import pytest
 
-from tests.compat.sdk import load_sdk
+from tests.compat.sdk import load_sdk, wait_for_job
 
 # The marker makes pytest-django create the test database, which the live server uses.
 pytestmark = pytest.mark.django_db
@@ -32,17 +30,6 @@ def collection(client):
         pass
 
 
-def wait_for_job(client, connection_id: str, done=("completed", "failed", "cancelled"), timeout: float = 180):
-    """The newest job of the connection once it reaches one of `done` (polled through the SDK)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        jobs = client.source_connections.get_source_connection_jobs(connection_id)
-        if jobs and jobs[0].status in done:
-            return jobs[0]
-        assert time.monotonic() < deadline, f"job still {jobs[0].status if jobs else 'absent'}"
-        time.sleep(0.5)
-
-
 @pytest.fixture(scope="module")
 def connection(client, collection, live):
     created = client.source_connections.create(
@@ -60,7 +47,7 @@ def test_collections_create_get_list_update(client, collection):
     assert collection.embedding_model_name == "local/all-MiniLM-L6-v2"
     got = client.collections.get("sdk-handbook")
     assert got.id == collection.id and got.created_at == collection.created_at
-    listed = client.collections.list(skip=0, limit=10, search="handbook")
+    listed = client.collections.list(skip=0, limit=10, search="sdk hand")  # other modules share the organization
     assert [c.readable_id for c in listed] == ["sdk-handbook"]
     updated = client.collections.update("sdk-handbook", name="SDK staff handbook")
     assert updated.name == "SDK staff handbook" and updated.readable_id == "sdk-handbook"

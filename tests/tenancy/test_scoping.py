@@ -12,6 +12,7 @@ from django.conf import settings
 from airweave.collections import selectors as collection_selectors
 from airweave.collections.models import Chunk, Collection, SyncJob
 from airweave.tenancy import selectors as tenancy_selectors
+from airweave.webhooks import selectors as webhook_selectors
 from airweave.tenancy.models import User
 from airweave.tenancy.scoping import TenantRequired, scoped
 
@@ -47,7 +48,7 @@ def test_faces_never_query_models_directly(path):
     assert uses == [], f"{path.relative_to(ROOT)} queries models directly at lines {uses}: use a selector"
 
 
-@pytest.mark.parametrize("module", [collection_selectors, tenancy_selectors], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("module", [collection_selectors, tenancy_selectors, webhook_selectors], ids=lambda m: m.__name__)
 def test_selectors_that_take_an_organization_scope_by_it(module):
     for name, function in inspect.getmembers(module, inspect.isfunction):
         if function.__module__ != module.__name__ or "organization" not in inspect.signature(function).parameters:

@@ -67,7 +67,7 @@ class APIKeyListView(APIView):
         return Response(api_key_payload(issued.api_key, issued.key), status=201)
 
     @extend_schema(operation_id="api_keys_delete_by_query", parameters=[OpenApiParameter("id", str, required=True)],
-                   responses=APIKeySerializer, description="The public Airweave API's form: DELETE /api-keys?id=")
+                   responses={200: APIKeySerializer}, description="The public Airweave API's form: DELETE /api-keys?id=")
     def delete(self, request):
         raw = str_param(request, "id")
         if not raw:
@@ -86,7 +86,7 @@ class APIKeyDetailView(APIView):
     def get(self, request, id):
         return Response(api_key_payload(_visible_key(request, id)))
 
-    @extend_schema(responses=APIKeySerializer, description="Revokes the key: it stops working at once.")
+    @extend_schema(responses={200: APIKeySerializer}, description="Revokes the key: it stops working at once.")
     def delete(self, request, id):
         return _revoke(request, id)
 

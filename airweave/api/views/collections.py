@@ -52,7 +52,7 @@ class CollectionDetailView(APIView):
         services.collection_update(collection=collection, modified_by=_user(request), **data.validated_data)
         return Response(CollectionSerializer(collection).data)
 
-    @extend_schema(responses=CollectionSerializer)
+    @extend_schema(responses={200: CollectionSerializer})
     def delete(self, request, readable_id):
         collection = selectors.collection_get(organization=request.organization, readable_id=readable_id)
         payload = CollectionSerializer(collection).data

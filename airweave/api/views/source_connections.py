@@ -4,15 +4,16 @@ from __future__ import annotations
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from django.http import HttpResponseRedirect
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
-from rest_framework import serializers as drf_serializers
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.exceptions import APIException
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from airweave.api.serializers import (
-    SourceConnectionCreateSerializer, SourceConnectionJobSerializer, SourceConnectionUpdateSerializer,
+    SourceConnectionCreateSerializer, SourceConnectionJobSerializer, SourceConnectionListItemSerializer,
+    SourceConnectionSerializer,
+    SourceConnectionUpdateSerializer,
     job_payload, source_connection_list_item, source_connection_payload,
 )
 from airweave.api.views.collections import _user
@@ -23,9 +24,6 @@ from connectors import services
 from connectors import authorization
 from connectors.sync.services import sync_job_cancel, sync_job_start
 
-SourceConnectionSchema = inline_serializer("SourceConnection", {"id": drf_serializers.UUIDField(),
-                                                                "name": drf_serializers.CharField(),
-                                                                "short_name": drf_serializers.CharField()})
 
 
 class Conflict(APIException):
@@ -34,23 +32,26 @@ class Conflict(APIException):
 
 
 def _detail(connection, request):
-    return source_connection_payload(connection, selectors.sync_job_list(source_connection=connection),
-                                     principals=request_principals(request))
+    payload = source_connection_payload(connection, selectors.sync_job_list(source_connection=connection, limit=1),
+                                        principals=request_principals(request),
+                                        run_counts=selectors.sync_job_run_counts(source_connection=connection))
+    return SourceConnectionSerializer(payload).data
 
 
 class SourceConnectionListView(APIView):
     @extend_schema(operation_id="source_connections_list",
                    parameters=[OpenApiParameter("collection", str), OpenApiParameter("skip", int),
-                               OpenApiParameter("limit", int)], responses=SourceConnectionSchema)
+                               OpenApiParameter("limit", int)], responses=SourceConnectionListItemSerializer(many=True))
     def get(self, request):
         connections = selectors.source_connection_list(
             organization=request.organization, collection_readable_id=str_param(request, "collection") or None,
             skip=int_param(request, "skip", 0, minimum=0), limit=int_param(request, "limit", 100, minimum=1, maximum=1000),
             principals=request_principals(request),
         )
-        return Response([source_connection_list_item(c) for c in connections])
+        return Response(SourceConnectionListItemSerializer([source_connection_list_item(c) for c in connections],
+                                                           many=True).data)
 
-    @extend_schema(request=SourceConnectionCreateSerializer, responses={201: SourceConnectionSchema})
+    @extend_schema(request=SourceConnectionCreateSerializer, responses={201: SourceConnectionSerializer})
     def post(self, request):
         data = SourceConnectionCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -69,12 +70,29 @@ class SourceConnectionListView(APIView):
                         status=201)
 
 
+class CollectionSourceConnectionListView(APIView):
+    """GET /collections/{readable_id}/source-connections: the list of one collection (Airweave's CLI asks it)."""
+
+    @extend_schema(operation_id="collection_source_connections_list",
+                   parameters=[OpenApiParameter("skip", int), OpenApiParameter("limit", int)],
+                   responses=SourceConnectionListItemSerializer(many=True))
+    def get(self, request, readable_id):
+        collection = selectors.collection_get(organization=request.organization, readable_id=readable_id)
+        connections = selectors.source_connection_list(
+            organization=request.organization, collection_readable_id=collection.readable_id,
+            skip=int_param(request, "skip", 0, minimum=0), limit=int_param(request, "limit", 100, minimum=1, maximum=1000),
+            principals=request_principals(request),
+        )
+        return Response(SourceConnectionListItemSerializer([source_connection_list_item(c) for c in connections],
+                                                           many=True).data)
+
+
 class SourceConnectionDetailView(APIView):
-    @extend_schema(responses=SourceConnectionSchema)
+    @extend_schema(responses=SourceConnectionSerializer)
     def get(self, request, id):
         return Response(_detail(selectors.source_connection_get(organization=request.organization, id=id), request))
 
-    @extend_schema(request=SourceConnectionUpdateSerializer, responses=SourceConnectionSchema)
+    @extend_schema(request=SourceConnectionUpdateSerializer, responses=SourceConnectionSerializer)
     def patch(self, request, id):
         connection = selectors.source_connection_get(organization=request.organization, id=id)
         data = SourceConnectionUpdateSerializer(data=request.data)
@@ -86,7 +104,7 @@ class SourceConnectionDetailView(APIView):
                                           authentication=authentication or None, **fields)
         return Response(_detail(selectors.source_connection_get(organization=request.organization, id=id), request))
 
-    @extend_schema(responses=SourceConnectionSchema)
+    @extend_schema(responses={200: SourceConnectionSerializer})
     def delete(self, request, id):
         connection = selectors.source_connection_get(organization=request.organization, id=id)
         payload = _detail(connection, request)
@@ -95,7 +113,7 @@ class SourceConnectionDetailView(APIView):
 
 
 class SourceConnectionVerifyOAuthView(APIView):
-    @extend_schema(request=None, responses={200: SourceConnectionSchema, 409: None},
+    @extend_schema(request=None, responses={200: SourceConnectionSerializer, 409: None},
                    description="The connection once its OAuth flow has completed; 409 while it still waits.")
     def post(self, request, id):
         connection = selectors.source_connection_get(organization=request.organization, id=id)
@@ -106,7 +124,7 @@ class SourceConnectionVerifyOAuthView(APIView):
 
 
 class SourceConnectionReinitiateOAuthView(APIView):
-    @extend_schema(request=None, responses=SourceConnectionSchema,
+    @extend_schema(request=None, responses=SourceConnectionSerializer,
                    description="A new OAuth authorization link (auth.auth_url) for a browser-flow connection.")
     def post(self, request, id):
         connection = selectors.source_connection_get(organization=request.organization, id=id)
@@ -121,7 +139,9 @@ class SourceConnectionRunView(APIView):
                    responses=SourceConnectionJobSerializer)
     def post(self, request, id):
         connection = selectors.source_connection_get(organization=request.organization, id=id)
-        job = sync_job_start(source_connection=connection, force_full_sync=bool_param(request, "force_full_sync"))
+        body = request.data if isinstance(request.data, dict) else {}  # the CLI sends {"force_full_sync": true}
+        force = bool_param(request, "force_full_sync") or body.get("force_full_sync") is True
+        job = sync_job_start(source_connection=connection, force_full_sync=force)
         return Response(SourceConnectionJobSerializer(job_payload(job)).data)
 
 

@@ -61,7 +61,7 @@ class WebhookSubscriptionDetailView(APIView):
         services.webhook_subscription_update(subscription=subscription, **data.validated_data)
         return Response(WebhookSubscriptionSerializer(_one(subscription)).data)
 
-    @extend_schema(responses=WebhookSubscriptionSerializer)
+    @extend_schema(responses={200: WebhookSubscriptionSerializer})
     def delete(self, request, id):
         subscription = selectors.webhook_subscription_get(organization=request.organization, id=id)
         payload = WebhookSubscriptionSerializer(_one(subscription)).data

@@ -8,7 +8,6 @@ def search_snippets(*, base_url: str, readable_id: str, body: dict, api_key: str
                     path: str = "search") -> dict[str, str]:
     """{"curl", "python", "mcp"}: the same request as a cURL call, an Airweave Python SDK call and an
     MCP client configuration with the tool call it makes."""
-    pretty = json.dumps(body, indent=2)
     curl = (f"curl -s -X POST {base_url}/collections/{readable_id}/{path} \\\n"
             f"  -H \"X-API-Key: {api_key}\" -H 'Content-Type: application/json' \\\n"
             f"  -d '{json.dumps(body)}'")
