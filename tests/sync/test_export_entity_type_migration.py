@@ -24,13 +24,16 @@ def test_stored_slack_export_rows_get_their_own_names(make_collection, tmp_path)
     with connection.cursor() as cursor:
         for sql in migration._statements(False):  # as an older version stored them
             cursor.execute(sql)
-        cursor.execute("SELECT entity_type, breadcrumbs::text FROM collections_entity ORDER BY entity_type")
+        cursor.execute("SELECT entity_type, breadcrumbs::text FROM collections_entity WHERE source_connection_id = %s"
+                           " ORDER BY entity_type", [conn.id])
         assert [row[0] for row in cursor.fetchall()] == ["SlackChannelEntity", "SlackMessageEntity"]
         for sql in migration._statements(True):
             cursor.execute(sql)
-        cursor.execute("SELECT entity_type, breadcrumbs::text FROM collections_entity ORDER BY entity_type")
+        cursor.execute("SELECT entity_type, breadcrumbs::text FROM collections_entity WHERE source_connection_id = %s"
+                           " ORDER BY entity_type", [conn.id])
         rows = cursor.fetchall()
-        cursor.execute("SELECT DISTINCT entity_type FROM collections_chunk ORDER BY 1")
+        cursor.execute("SELECT DISTINCT entity_type FROM collections_chunk WHERE source_connection_id = %s ORDER BY 1",
+                       [conn.id])
         chunk_types = [row[0] for row in cursor.fetchall()]
     assert [row[0] for row in rows] == ["SlackExportChannelEntity", "SlackExportMessageEntity"]
     assert '"entity_type": "SlackExportChannelEntity"' in rows[1][1] and "SlackChannelEntity" not in rows[1][1]

@@ -75,6 +75,7 @@ def test_sign_up_to_a_cited_answer_over_my_folder(browser_env, tmp_path):
         timeline = page.inner_text("#timeline")
         assert "retrieval" in timeline and " ms" in timeline and "embed_query" in timeline
         assert "keyword rank" in page.inner_text("#result-1")
+        page.evaluate("document.getElementById('timeline').scrollIntoView()")  # the answer, not the form
         screenshot(page, "playground-answer")
         cite = page.locator("#answer a.cite").first
         number = cite.get_attribute("data-cite")

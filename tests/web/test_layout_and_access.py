@@ -84,14 +84,16 @@ def test_a_member_cannot_delete_a_collection(team, docs, browser):
 def test_an_admin_deletes_a_collection_after_confirming(team, docs, browser):
     from airweave.collections.models import Collection, Entity
 
+    collection = docs[0]
     admin = browser(team[2])
     page = admin.get("/ui/collections/handbook/").content.decode()
     assert "Delete this collection" in page and "2 entities" in page
     wrong = admin.post("/ui/collections/handbook/delete", {"confirm": "nope"}, follow=True)
-    assert "Type the readable id" in wrong.content.decode() and Collection.objects.filter(readable_id="handbook").exists()
+    assert "Type the readable id" in wrong.content.decode() and Collection.objects.filter(pk=collection.pk).exists()
     done = admin.post("/ui/collections/handbook/delete", {"confirm": "handbook"})
     assert done["Location"] == "/ui/collections/"
-    assert not Collection.objects.filter(readable_id="handbook").exists() and not Entity.objects.exists()
+    assert not Collection.objects.filter(pk=collection.pk).exists()
+    assert not Entity.objects.filter(collection_id=collection.pk).exists()
 
 
 def test_a_user_without_organization_is_sent_to_create_one(db, browser):

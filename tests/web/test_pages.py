@@ -265,11 +265,10 @@ def test_oauth_without_any_client_is_an_error_at_the_form(team, docs, browser, m
 
 
 def test_reconnect_with_new_credentials(team, docs, browser):
-    from connectors.services import source_connection_mark_needs_reauth
+    from connectors.auth.store import ConnectionCredentialStore
 
     collection, connection, job, _ = docs
-    source_connection_mark_needs_reauth(source_connection_id=connection.id, category="invalid_credentials",
-                                        message="the token was revoked")
+    ConnectionCredentialStore(connection.id).mark_needs_reauth("invalid_credentials", "the token was revoked")
     member = browser(team[3])
     assert "the token was revoked" in member.get("/ui/").content.decode()  # the dashboard's banner
     page = member.get(f"/ui/collections/handbook/connections/{connection.id}/reconnect")
