@@ -14,6 +14,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.shortcuts import redirect, render
 
+from airweave.collections import selectors as collection_selectors
 from airweave.collections.access import principals_for
 from airweave.tenancy import policies
 from airweave.tenancy.context import SESSION_ORGANIZATION_KEY, organization_for_user
@@ -76,3 +77,11 @@ def render_page(request, caller: Caller, template: str, status: int = 200, **con
 def not_found(what: str = "Not found") -> Http404:
     """The 404 of anything unknown or of another organization."""
     return Http404(what)
+
+
+def collection_or_404(caller, readable_id: str):
+    """The caller's organization's collection `readable_id`; raises Http404 when it has none."""
+    collection = collection_selectors.collection_find(organization=caller.organization, readable_id=readable_id)
+    if collection is None:
+        raise not_found("Collection not found")
+    return collection

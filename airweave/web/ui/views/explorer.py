@@ -6,22 +6,15 @@ from django.core.paginator import Paginator
 
 from airweave.collections import selectors
 from airweave.collections.models import Entity
-from airweave.web.ui.access import not_found, render_page, ui_view
+from airweave.web.ui.access import collection_or_404, not_found, render_page, ui_view
 
 PAGE_SIZE = 50
-
-
-def _collection_or_404(caller, readable_id):
-    collection = selectors.collection_find(organization=caller.organization, readable_id=readable_id)
-    if collection is None:
-        raise not_found("Collection not found")
-    return collection
 
 
 @ui_view
 def entity_list(request, caller, readable_id):
     """Entities of the collection, filtered by `source`, `type`, `breadcrumb` and `q`, paged."""
-    collection = _collection_or_404(caller, readable_id)
+    collection = collection_or_404(caller, readable_id)
     connections = {str(c.id): c for c in collection.source_connections.all()}  # prefetched by collection_find
     source = request.GET.get("source", "")
     source = source if source in connections else ""
@@ -47,7 +40,7 @@ def entity_list(request, caller, readable_id):
 @ui_view
 def entity_page(request, caller, readable_id, entity_pk):
     """One entity: its fields, its chunks, its access principals resolved to members."""
-    collection = _collection_or_404(caller, readable_id)
+    collection = collection_or_404(caller, readable_id)
     try:
         detail = selectors.entity_detail(collection=collection, id=entity_pk, principals=caller.principals)
     except Entity.DoesNotExist:

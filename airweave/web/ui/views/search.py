@@ -18,7 +18,7 @@ from airweave.tenancy import policies
 from airweave.tenancy import selectors as tenancy_selectors
 from airweave.tenancy.models import Membership
 from airweave.tenancy.quotas import QuotaExceeded
-from airweave.web.ui.access import not_found, render_page, ui_view
+from airweave.web.ui.access import collection_or_404, render_page, ui_view
 from airweave.web.ui.playground import (
     FLAGS, STRATEGIES, TIERS, cite_links, parse_playground, render_result, result_rows,
 )
@@ -28,13 +28,6 @@ from search.filters import FIELDS, V2_OPERATORS, FilterError, parse_filter_group
 from search.instant import SearchRequestError
 from search.pipeline import PipelineRequest, search_prepare, search_run
 from search.streams import sse, stream_from_thread
-
-
-def _collection_or_404(caller, readable_id):
-    collection = selectors.collection_find(organization=caller.organization, readable_id=readable_id)
-    if collection is None:
-        raise not_found("Collection not found")
-    return collection
 
 
 def _principals(caller, as_member: str | None):
@@ -71,7 +64,7 @@ def _error(exc) -> dict:
 @require_GET
 def playground(request, caller, readable_id):
     """The playground page; with `query` in the URL it also runs the search (no JavaScript needed)."""
-    collection = _collection_or_404(caller, readable_id)
+    collection = collection_or_404(caller, readable_id)
     members = tenancy_selectors.membership_list(organization=caller.organization) if caller.is_admin else []
     context = {"collection": collection, "tiers": TIERS, "strategies": STRATEGIES, "flags": FLAGS, "members": members,
                "filter_fields": FIELDS, "filter_operators": V2_OPERATORS, "values": request.GET,
@@ -101,7 +94,7 @@ def playground(request, caller, readable_id):
 @require_POST
 def playground_stream(request, caller, readable_id):
     """POST a playground request as JSON; answers 422 at the bad field, else Server-Sent Events."""
-    collection = _collection_or_404(caller, readable_id)
+    collection = collection_or_404(caller, readable_id)
     try:
         data = json.loads(request.body or b"{}")
         if not isinstance(data, dict):

@@ -11,7 +11,7 @@ from django.views.decorators.http import require_http_methods
 from airweave.collections import selectors
 from airweave.collections.models import SourceConnection
 from airweave.tenancy.quotas import QuotaExceeded
-from airweave.web.ui.access import not_found, render_page, ui_view
+from airweave.web.ui.access import collection_or_404, not_found, render_page, ui_view
 from airweave.web.ui.forms import SourceConnectionForm, attach_source_error
 from connectors import services as connector_services
 from connectors import authorization
@@ -24,17 +24,10 @@ def source_info(cls) -> dict:
             "labels": list(cls.labels), "auth_methods": list(cls.auth_methods), "auth_fields": list(cls.auth_fields)}
 
 
-def _collection_or_404(caller, readable_id):
-    collection = selectors.collection_find(organization=caller.organization, readable_id=readable_id)
-    if collection is None:
-        raise not_found("Collection not found")
-    return collection
-
-
 @ui_view
 def source_catalog(request, caller, readable_id):
     """Step 1: the catalog of `GET /sources` (the same registry), searchable, with label filters."""
-    collection = _collection_or_404(caller, readable_id)
+    collection = collection_or_404(caller, readable_id)
     query = request.GET.get("q", "").strip().lower()[:100]
     label = request.GET.get("label", "")[:64]
     sources = all_sources()
@@ -52,7 +45,7 @@ def source_catalog(request, caller, readable_id):
 def source_configure(request, caller, readable_id, short_name):
     """Steps 2-3: the auth method and the form generated from the source's declared fields; POST
     creates the connection (its first sync starts, or the OAuth flow opens in this browser)."""
-    collection = _collection_or_404(caller, readable_id)
+    collection = collection_or_404(caller, readable_id)
     try:
         source_cls = get_source(short_name)
     except KeyError:
