@@ -227,9 +227,8 @@ def job_payload(job: SyncJob) -> dict:
     }
 
 
-class SourceConnectionJobSerializer(serializers.Serializer):
+class SyncJobDetailsSerializer(serializers.Serializer):
     id = serializers.UUIDField()
-    source_connection_id = serializers.UUIDField()
     status = serializers.ChoiceField(choices=SyncJob.Status.choices)
     started_at = serializers.DateTimeField(allow_null=True)
     completed_at = serializers.DateTimeField(allow_null=True)
@@ -238,9 +237,15 @@ class SourceConnectionJobSerializer(serializers.Serializer):
     entities_updated = serializers.IntegerField()
     entities_deleted = serializers.IntegerField()
     entities_failed = serializers.IntegerField()
+    error = serializers.CharField(allow_null=True)
+
+
+class SourceConnectionJobSerializer(SyncJobDetailsSerializer):
+    """A job as `GET /source-connections/{id}/jobs` lists it: the summary and the rest of its counters."""
+
+    source_connection_id = serializers.UUIDField()
     entities_kept = serializers.IntegerField()
     entities_skipped = serializers.IntegerField()
-    error = serializers.CharField(allow_null=True)
     error_category = serializers.CharField(allow_null=True)
     error_details = serializers.JSONField(allow_null=True)
 
@@ -307,19 +312,6 @@ class ScheduleDetailsSerializer(serializers.Serializer):
     next_run = serializers.DateTimeField(allow_null=True)
     continuous = serializers.BooleanField()
     cursor_field = serializers.CharField(allow_null=True)
-
-
-class SyncJobDetailsSerializer(serializers.Serializer):
-    id = serializers.UUIDField()
-    status = serializers.ChoiceField(choices=SyncJob.Status.choices)
-    started_at = serializers.DateTimeField(allow_null=True)
-    completed_at = serializers.DateTimeField(allow_null=True)
-    duration_seconds = serializers.FloatField(allow_null=True)
-    entities_inserted = serializers.IntegerField()
-    entities_updated = serializers.IntegerField()
-    entities_deleted = serializers.IntegerField()
-    entities_failed = serializers.IntegerField()
-    error = serializers.CharField(allow_null=True)
 
 
 class SyncDetailsSerializer(serializers.Serializer):
