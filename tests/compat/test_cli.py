@@ -22,6 +22,7 @@ from tests.compat.sdk import CLI_VERSION, load_sdk, wait_for_job
 
 pytestmark = pytest.mark.django_db
 CLI = str(Path(sys.executable).parent / "airweave")
+NON_INTERACTIVE_MARKERS = ("CI", "GITHUB_ACTIONS")
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +31,9 @@ def home(tmp_path_factory):
 
 
 def cli_env(home: Path) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AIRWEAVE_")}
+    # The CLI turns its prompts off under CI=true or GITHUB_ACTIONS (airweave_cli/lib/tty.py); these tests
+    # play a person at a terminal, so a CI runner's markers are not theirs.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AIRWEAVE_") and k not in NON_INTERACTIVE_MARKERS}
     env.update(HOME=str(home), TERM="xterm", COLUMNS="120", PYTHONIOENCODING="utf-8")
     return env
 
