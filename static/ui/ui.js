@@ -32,7 +32,9 @@
       form.dataset.ridReady = "1";
       var edited = rid.value !== "";
       rid.addEventListener("input", function () { edited = rid.value !== ""; });
-      name.addEventListener("input", function () { if (!edited) rid.placeholder = slugify(name.value) || ""; });
+      function suggest() { if (!edited) rid.placeholder = slugify(name.value) || ""; }
+      name.addEventListener("input", suggest);
+      suggest();  // a name typed before this script ran (a slow page) still gets its suggestion
       form.addEventListener("submit", function () { if (!edited && rid.placeholder) rid.value = rid.placeholder; });
     });
   }

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.web.browser import (
     assert_accessible, chromium_page, copy_handbook, live_product, log_in, needs_chromium, screenshot, sign_up,
@@ -29,8 +30,9 @@ def test_sign_up_to_a_cited_answer_over_my_folder(browser_env, tmp_path):
 
         # Create a collection; the readable id is suggested from the name.
         page.click("text=New collection")
+        page.wait_for_load_state("load")
         page.fill("#id_name", "Travel and leave")
-        assert page.get_attribute("#id_readable_id", "placeholder") == "travel-and-leave"
+        expect(page.locator("#id_readable_id")).to_have_attribute("placeholder", "travel-and-leave")
         assert_accessible(page)
         page.click("text=Create collection")
         page.wait_for_url(re.compile(r".*/ui/collections/travel-and-leave/(#.*)?$"))
