@@ -46,6 +46,7 @@ INSTALLED_APPS = [
     "allauth.socialaccount",
     "airweave.mcp",
     "airweave.webhooks",
+    "airweave.observability",
 ]
 
 MIDDLEWARE = [
@@ -298,6 +299,13 @@ AIRWEAVE_OAUTH_CLIENT_IDLE_DAYS = env.int("AIRWEAVE_OAUTH_CLIENT_IDLE_DAYS", def
 # Default: every ALLOWED_HOSTS entry on any port, over http and https.
 AIRWEAVE_MCP_ALLOWED_HOSTS = env.list("AIRWEAVE_MCP_ALLOWED_HOSTS", default=[])
 AIRWEAVE_MCP_ALLOWED_ORIGINS = env.list("AIRWEAVE_MCP_ALLOWED_ORIGINS", default=[])
+
+# --- Observability (docs/observability.md) ---
+# GET /metrics for Prometheus: on by default, served only to these addresses or CIDR networks
+# (loopback: a scraper on the same machine). 404 when disabled, 403 from any other address.
+AIRWEAVE_METRICS_ENABLED = env.bool("AIRWEAVE_METRICS_ENABLED", default=True)
+AIRWEAVE_METRICS_ALLOWED_IPS = env.list("AIRWEAVE_METRICS_ALLOWED_IPS", default=["127.0.0.1", "::1"])
+# Traces: OTEL_EXPORTER_OTLP_ENDPOINT (and the other standard OTEL_* variables) turn on OTLP export.
 
 LOGGING = {
     "version": 1,
