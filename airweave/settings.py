@@ -46,6 +46,7 @@ INSTALLED_APPS = [
     "allauth.socialaccount",
     "airweave.mcp",
     "airweave.webhooks",
+    "airweave.observability",
 ]
 
 MIDDLEWARE = [
@@ -149,11 +150,16 @@ SPECTACULAR_SETTINGS = {
     "PATH_CONVERTER_OVERRIDES": {"id": {"type": "string", "format": "uuid"}},
 }
 
-# --- Workers (django-q2, ORM broker) ---
+# --- Workers (django-q2): the ORM broker (PostgreSQL), or Redis with REDIS_URL (below) ---
+# Two worker processes by default: a long sync of one connection holds one of them, the other goes
+# on with the other connections' jobs (docs/scaling.md). `queue_limit` 1: a cluster takes at most
+# one task beyond those its workers run (django-q2's default is workers²), so another machine's
+# idle cluster gets the next ones instead of them waiting here behind long syncs.
 Q_CLUSTER = {
     "name": "airweave",
     "orm": "default",
-    "workers": env.int("AIRWEAVE_WORKERS", default=1),
+    "workers": env.int("AIRWEAVE_WORKERS", default=2),
+    "queue_limit": env.int("AIRWEAVE_WORKER_PREFETCH", default=1),
     "timeout": env.int("AIRWEAVE_JOB_TIMEOUT_SECONDS", default=6 * 3600),
     "retry": env.int("AIRWEAVE_JOB_TIMEOUT_SECONDS", default=6 * 3600) + 60,
     "max_attempts": 1,
@@ -176,6 +182,11 @@ def postgres_channel_layer(database: dict) -> dict:
     return {"BACKEND": "channels_postgres.core.PostgresChannelLayer",
             "CONFIG": {**config, "PSYCOPG_OPTIONS": {"min_size": 1, "max_size": 4}}}
 
+
+if REDIS_URL:
+    # Workers on several machines share one queue on Redis; a task goes to exactly one cluster (BLPOP).
+    del Q_CLUSTER["orm"]
+    Q_CLUSTER["redis"] = REDIS_URL
 
 # The cache holds rate-limit counters (and allauth's): shared by every process on Redis, per process otherwise.
 if REDIS_URL:
@@ -256,8 +267,11 @@ for _provider in env.list("AIRWEAVE_SOCIAL_PROVIDERS", default=[]):
                                                   "secret": env(f"{_provider.upper()}_CLIENT_SECRET", default="")}}
 
 # --- Rate limits and quotas, per organization (README: Rate limits and quotas) ---
-AIRWEAVE_RATE_LIMIT = env("AIRWEAVE_RATE_LIMIT", default="600/minute")
-AIRWEAVE_SEARCH_RATE_LIMIT = env("AIRWEAVE_SEARCH_RATE_LIMIT", default="120/minute")
+# Defaults for a team on its own server (docs/scaling.md): above what one web process serves (about
+# 20-30 instant searches a second on 2 cores, bench/load.py), so normal use and one busy agent never
+# meet them; a shared, multi-tenant deployment sets lower ones per organization (e.g. 120/minute).
+AIRWEAVE_RATE_LIMIT = env("AIRWEAVE_RATE_LIMIT", default="12000/minute")
+AIRWEAVE_SEARCH_RATE_LIMIT = env("AIRWEAVE_SEARCH_RATE_LIMIT", default="6000/minute")
 AIRWEAVE_QUOTA_ENTITIES = env.int("AIRWEAVE_QUOTA_ENTITIES", default=0)  # 0: unlimited
 AIRWEAVE_QUOTA_SEARCHES_PER_MONTH = env.int("AIRWEAVE_QUOTA_SEARCHES_PER_MONTH", default=0)
 AIRWEAVE_QUOTA_SOURCE_CONNECTIONS = env.int("AIRWEAVE_QUOTA_SOURCE_CONNECTIONS", default=0)
@@ -298,6 +312,13 @@ AIRWEAVE_OAUTH_CLIENT_IDLE_DAYS = env.int("AIRWEAVE_OAUTH_CLIENT_IDLE_DAYS", def
 # Default: every ALLOWED_HOSTS entry on any port, over http and https.
 AIRWEAVE_MCP_ALLOWED_HOSTS = env.list("AIRWEAVE_MCP_ALLOWED_HOSTS", default=[])
 AIRWEAVE_MCP_ALLOWED_ORIGINS = env.list("AIRWEAVE_MCP_ALLOWED_ORIGINS", default=[])
+
+# --- Observability (docs/observability.md) ---
+# GET /metrics for Prometheus: on by default, served only to these addresses or CIDR networks
+# (loopback: a scraper on the same machine). 404 when disabled, 403 from any other address.
+AIRWEAVE_METRICS_ENABLED = env.bool("AIRWEAVE_METRICS_ENABLED", default=True)
+AIRWEAVE_METRICS_ALLOWED_IPS = env.list("AIRWEAVE_METRICS_ALLOWED_IPS", default=["127.0.0.1", "::1"])
+# Traces: OTEL_EXPORTER_OTLP_ENDPOINT (and the other standard OTEL_* variables) turn on OTLP export.
 
 LOGGING = {
     "version": 1,

@@ -72,7 +72,7 @@ class AgentToolbox:
         limit = max(1, min(int(limit), 25))
         prepared = search_prepare(collection=self.collection, principals=self.principals, request=PipelineRequest(
             query=str(query)[:1000], filter_groups=self.filter_groups, limit=limit, expand_query=False,
-            interpret_filters=False, rerank=False, generate_answer=False), metered=False)
+            interpret_filters=False, rerank=False, generate_answer=False), metered=False, tier="agentic")
         candidates = search_run(prepared, render=lambda c: c).results
         out = []
         for c in candidates:

@@ -4,9 +4,15 @@ No language model is involved. Used by the REST endpoint, the `search` command a
 """
 from __future__ import annotations
 
+import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from airweave.collections.models import Collection
+from airweave.observability.metrics import (
+    EMBEDDING_BATCH_SECONDS, SEARCH_OPERATION_SECONDS, SEARCH_RESULTS, SEARCH_SECONDS,
+)
+from airweave.observability.tracing import tracer
 from airweave.providers.catalog import search_defaults
 from airweave.providers.embeddings import get_embedder
 from airweave.tenancy.quotas import search_quota_consume
@@ -73,16 +79,43 @@ def search_instant(*, collection: Collection, request: InstantSearchRequest,
         raise SearchRequestError("offset must be 0 or more", ["offset"])
     condition = compile_filter_groups(request.filter)
     search_quota_consume(collection.organization_id)
-    vector = None
-    if request.retrieval_strategy != "keyword":
-        vector = get_embedder(collection.embedding_model_name).embed_queries([query])[0]
-    hits = retrieve(RetrievalQuery(
-        collection_id=collection.id, dims=collection.vector_size, text=query, query_vector=vector,
-        strategy=request.retrieval_strategy, condition=condition, principals=principals,
-        limit=request.limit, offset=request.offset, collapse=request.collapse_entities,
-        rrf_k=int(search_defaults().get("rrf_k", 60)),
-    ))
-    return InstantSearchResponse(results=hydrate(hits))
+    started = time.perf_counter()
+    with tracer().start_as_current_span("search") as span:
+        if span.is_recording():
+            span.set_attributes({"airweave.search.tier": "instant", "airweave.search.strategy": request.retrieval_strategy,
+                                 "airweave.search.limit": request.limit, "airweave.search.offset": request.offset,
+                                 "airweave.collection": collection.readable_id})
+        vector = None
+        if request.retrieval_strategy != "keyword":
+            with _operation("embed_query"):
+                embedding_started = time.perf_counter()
+                vector = get_embedder(collection.embedding_model_name).embed_queries([query])[0]
+                EMBEDDING_BATCH_SECONDS.labels(collection.embedding_model_name, "query").observe(
+                    time.perf_counter() - embedding_started)
+        with _operation("retrieval"):
+            hits = retrieve(RetrievalQuery(
+                collection_id=collection.id, dims=collection.vector_size, text=query, query_vector=vector,
+                strategy=request.retrieval_strategy, condition=condition, principals=principals,
+                limit=request.limit, offset=request.offset, collapse=request.collapse_entities,
+                rrf_k=int(search_defaults().get("rrf_k", 60)),
+            ))
+        with _operation("hydrate"):
+            results = hydrate(hits)
+        span.set_attribute("airweave.search.result_count", len(results))
+    SEARCH_SECONDS.labels("instant", request.retrieval_strategy).observe(time.perf_counter() - started)
+    SEARCH_RESULTS.labels("instant").observe(len(results))
+    return InstantSearchResponse(results=results)
+
+
+@contextmanager
+def _operation(name: str):
+    """A `search.<name>` span and the operation histogram around one step of the instant tier."""
+    started = time.perf_counter()
+    with tracer().start_as_current_span(f"search.{name}") as span:
+        yield span
+        elapsed = time.perf_counter() - started
+        span.set_attribute("airweave.duration_ms", round(elapsed * 1000, 2))
+    SEARCH_OPERATION_SECONDS.labels("instant", name).observe(elapsed)
 
 
 def hydrate(hits) -> list[dict]:

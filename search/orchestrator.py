@@ -5,6 +5,8 @@ import logging
 import time
 from graphlib import CycleError, TopologicalSorter
 
+from airweave.observability.metrics import SEARCH_OPERATION_SECONDS
+from airweave.observability.tracing import tracer
 from search.operations.base import Context, OperationSkipped, SearchOperation
 from search.state import SearchState
 
@@ -49,23 +51,36 @@ def run_pipeline(operations: list[SearchOperation], state: SearchState, ctx: Con
     Optional operations that raise are reported (`error` event) and skipped; required ones re-raise.
     """
     for op in execution_order(operations):
-        ctx.emit("operator_start", name=op.name)
-        started = time.perf_counter()
-        try:
-            op.execute(state, ctx)
-        except OperationSkipped as skip:
-            state.skipped[op.name] = skip.reason
-        except Exception as exc:
-            if not op.optional:
-                raise
-            logger.warning("search operation %s failed", op.name, exc_info=True)
-            state.skipped[op.name] = f"failed: {exc}"
-            ctx.emit("error", operation=op.name, message=str(exc))
-        finally:
-            duration_ms = round((time.perf_counter() - started) * 1000, 2)
-            state.operation_metrics[op.name] = duration_ms
-            extra = {"skipped": state.skipped[op.name]} if op.name in state.skipped else {}
-            if op.name in state.provider_used:
-                extra["provider"] = state.provider_used[op.name]
-            ctx.emit("operator_end", name=op.name, duration_ms=duration_ms, **extra)
+        with tracer().start_as_current_span(f"search.{op.name}") as span:
+            _run_operation(op, state, ctx, span)
     return state
+
+
+def _run_operation(op: SearchOperation, state: SearchState, ctx: Context, span) -> None:
+    """One operation with its events, its time (state, histogram, span) and its failure handling."""
+    ctx.emit("operator_start", name=op.name)
+    started = time.perf_counter()
+    try:
+        op.execute(state, ctx)
+    except OperationSkipped as skip:
+        state.skipped[op.name] = skip.reason
+    except Exception as exc:
+        if not op.optional:
+            raise  # the span records it on the way out
+        logger.warning("search operation %s failed", op.name, exc_info=True)
+        state.skipped[op.name] = f"failed: {exc}"
+        ctx.emit("error", operation=op.name, message=str(exc))
+    finally:
+        elapsed = time.perf_counter() - started
+        duration_ms = round(elapsed * 1000, 2)
+        state.operation_metrics[op.name] = duration_ms
+        SEARCH_OPERATION_SECONDS.labels(state.tier, op.name).observe(elapsed)
+        extra = {"skipped": state.skipped[op.name]} if op.name in state.skipped else {}
+        if op.name in state.provider_used:
+            extra["provider"] = state.provider_used[op.name]
+        if span.is_recording():
+            span.set_attribute("airweave.search.operation", op.name)
+            span.set_attribute("airweave.duration_ms", duration_ms)
+            for key, value in extra.items():
+                span.set_attribute(f"airweave.{key}", str(value))
+        ctx.emit("operator_end", name=op.name, duration_ms=duration_ms, **extra)

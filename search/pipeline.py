@@ -5,11 +5,14 @@ receives every event of API.md (start, operator_start/end, ..., results, done).
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Callable
 
 from airweave.collections.models import Collection
 from airweave.events import EventStream
+from airweave.observability.metrics import SEARCH_FAILURES, SEARCH_RESULTS, SEARCH_SECONDS
+from airweave.observability.tracing import tracer
 from airweave.providers.catalog import search_defaults
 from airweave.tenancy.quotas import search_quota_consume
 from search.factory import build_chains, build_operations
@@ -60,10 +63,11 @@ class PreparedSearch:
 
 
 def search_prepare(*, collection: Collection, request: PipelineRequest,
-                   principals: list[str] | None, metered: bool = True) -> PreparedSearch:
+                   principals: list[str] | None, metered: bool = True, tier: str = "pipeline") -> PreparedSearch:
     """Validate `request` and build the state and operations. Raises SearchRequestError or FilterError,
     and QuotaExceeded when the organization used its searches of the month (a valid request counts one,
-    unless `metered` is false: the searches an agentic run makes inside itself).
+    unless `metered` is false: the searches an agentic run makes inside itself). `tier` labels
+    the search's metrics and spans (pipeline, classic, agentic, ui).
 
     `principals` (required, from airweave.collections.access.principals_for) restricts what the
     caller sees; None is an organization-wide caller.
@@ -91,7 +95,7 @@ def search_prepare(*, collection: Collection, request: PipelineRequest,
              "recency": bool(request.recency_weight) or None}
     operations = build_operations(flags)
     state = SearchState(
-        query=query, retrieval_strategy=strategy, limit=limit, offset=request.offset, collection_id=collection.id,
+        query=query, tier=tier, retrieval_strategy=strategy, limit=limit, offset=request.offset, collection_id=collection.id,
         readable_id=collection.readable_id, organization_id=collection.organization_id, dims=collection.vector_size,
         embedding_model=collection.embedding_model_name, principals=principals, user_filter=user_filter,
         source_connection_ids=request.source_connection_ids, collapse_entities=request.collapse_entities,
@@ -112,14 +116,24 @@ def search_run(prepared: PreparedSearch, stream: EventStream | None = None,
     """
     stream = stream or EventStream()
     state = prepared.state
-    stream.emit("start", request_id=state.request_id, query=state.query, collection_id=state.readable_id)
-    ctx = Context(emit=stream.emit, chains=build_chains(prepared.operations))
-    try:
-        run_pipeline(prepared.operations, state, ctx)
-    except Exception as exc:
-        stream.emit("error", message=str(exc))
-        raise
-    results = [render(c) for c in state.candidates[state.offset:state.offset + state.limit]]
+    started = time.perf_counter()
+    with tracer().start_as_current_span("search") as span:
+        if span.is_recording():
+            span.set_attributes({"airweave.search.tier": state.tier, "airweave.search.strategy": state.retrieval_strategy,
+                                 "airweave.search.limit": state.limit, "airweave.search.offset": state.offset,
+                                 "airweave.collection": state.readable_id, "airweave.search.request_id": state.request_id})
+        stream.emit("start", request_id=state.request_id, query=state.query, collection_id=state.readable_id)
+        ctx = Context(emit=stream.emit, chains=build_chains(prepared.operations))
+        try:
+            run_pipeline(prepared.operations, state, ctx)
+        except Exception as exc:
+            SEARCH_FAILURES.labels(state.tier).inc()
+            stream.emit("error", message=str(exc))
+            raise
+        results = [render(c) for c in state.candidates[state.offset:state.offset + state.limit]]
+        span.set_attribute("airweave.search.result_count", len(results))
+    SEARCH_SECONDS.labels(state.tier, state.retrieval_strategy).observe(time.perf_counter() - started)
+    SEARCH_RESULTS.labels(state.tier).observe(len(results))
     stream.emit("results", results=results)
     stream.emit("done", request_id=state.request_id)
     return PipelineResponse(results=results, completion=state.completion, state=state, events=stream.events)
@@ -130,7 +144,7 @@ def search_classic(*, collection: Collection, query: str, principals: list[str] 
                    stream: EventStream | None = None) -> PipelineResponse:
     """The classic tier: a language model plans the search (queries, strategy, filters), then
     results are reranked; v2 results. Without a language model it is a hybrid search."""
-    prepared = search_prepare(collection=collection, principals=principals, request=PipelineRequest(
+    prepared = search_prepare(collection=collection, principals=principals, tier="classic", request=PipelineRequest(
         query=query, filter_groups=filter_groups, limit=limit, offset=offset, plan=True, expand_query=False,
         interpret_filters=False, rerank=True, generate_answer=False))
     return search_run(prepared, stream, render=v2_candidate)

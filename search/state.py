@@ -32,6 +32,7 @@ class SearchState(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     request_id: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    tier: str = "pipeline"  # who asked: pipeline, classic, agentic, ui (metrics and span labels)
     # request
     query: str
     retrieval_strategy: str = "hybrid"

@@ -4,7 +4,9 @@ from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
 
 from airweave.api import schema  # noqa: F401  (registers the OpenAPI security scheme)
 from airweave.api.compat import ApiUUIDConverter
-from airweave.api.views import account, api_keys, collections, documents, health, search, source_connections, sources, sync, webhooks
+from airweave.api.views import (
+    account, api_keys, collections, documents, health, metrics, search, source_connections, sources, sync, webhooks,
+)
 
 register_converter(ApiUUIDConverter, "id")
 
@@ -39,6 +41,7 @@ urlpatterns = [
     path("health", health.HealthView.as_view()),
     path("health/live", health.LivenessView.as_view()),
     path("health/ready", health.ReadinessView.as_view()),
+    path("metrics", metrics.metrics_view),
     path("organizations", account.OrganizationListView.as_view()),
     path("users/me", account.CurrentUserView.as_view()),
     path("webhooks/subscriptions", webhooks.WebhookSubscriptionListView.as_view()),

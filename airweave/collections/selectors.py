@@ -366,3 +366,34 @@ def entity_detail(*, collection: Collection, id, principals: list[str] | None = 
         else:
             viewer.in_organization = any(m.lower() in known for m in viewer.members)
     return EntityDetail(entity=entity, chunks=chunks, viewers=viewers)
+
+
+def sync_job_status_counts() -> dict[str, int]:
+    """Jobs of every organization by status (every SyncJob.Status key, 0 when none): one query."""
+    counts = dict.fromkeys(SyncJob.Status.values, 0)
+    for row in SyncJob.objects.order_by().values("status").annotate(n=Count("id")):
+        counts[row["status"]] = row["n"]
+    return counts
+
+
+def sync_job_totals() -> dict:
+    """Sums over every job of every organization, for metrics: {"entities": {action: n},
+    "chunks_embedded": n, "stage_seconds": {stage: seconds}}. Running jobs count what they have
+    flushed so far. Two queries."""
+    from django.db import connection
+    from django.db.models import Sum
+
+    fields = {"inserted": "entities_inserted", "updated": "entities_updated", "deleted": "entities_deleted",
+              "kept": "entities_kept", "skipped": "entities_skipped", "failed": "entities_failed",
+              "chunks": "chunks_embedded"}
+    sums = SyncJob.objects.order_by().aggregate(**{k: Sum(v) for k, v in fields.items()})
+    stages = dict.fromkeys(SyncJob.STAGES, 0.0)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT s.key, SUM((s.value)::float) FROM {SyncJob._meta.db_table} j, "
+            "jsonb_each_text(j.stage_seconds) s WHERE jsonb_typeof(j.stage_seconds) = 'object' GROUP BY s.key")
+        for key, seconds in cursor.fetchall():
+            if key in stages:
+                stages[key] = float(seconds or 0.0)
+    chunks = sums.pop("chunks") or 0
+    return {"entities": {k: v or 0 for k, v in sums.items()}, "chunks_embedded": chunks, "stage_seconds": stages}

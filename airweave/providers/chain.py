@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from airweave.observability.metrics import PROVIDER_FALLBACKS
 from airweave.providers.catalog import load_defaults
 from airweave.providers.errors import NoProviderAvailable, ProviderError
 
@@ -121,6 +122,7 @@ class ProviderChain:
                 continue
             if BREAKER.is_open(spec.name):
                 reasons[spec.label] = "circuit open after repeated failures"
+                PROVIDER_FALLBACKS.labels(self.operation, spec.label, "circuit_open").inc()
                 continue
             try:
                 result = fn(self.factory(spec), spec)
@@ -129,6 +131,7 @@ class ProviderChain:
                     raise
                 BREAKER.failure(spec.name)
                 reasons[spec.label] = str(exc)
+                PROVIDER_FALLBACKS.labels(self.operation, spec.label, "error").inc()
                 continue
             BREAKER.success(spec.name)
             return result, spec.label

@@ -19,6 +19,7 @@ from typing import Callable
 
 from django.conf import settings
 from django.utils import timezone
+from opentelemetry import trace
 
 from airweave.collections import selectors as collection_selectors
 from airweave.collections.access import (
@@ -30,6 +31,8 @@ from airweave.collections.services import (
     ChunkRecord, EntityRecord, access_memberships_replace, entities_delete, entities_write,
 )
 from airweave.events import make_event, publish_to_group, sync_job_group
+from airweave.observability.metrics import EMBEDDING_BATCH_SECONDS
+from airweave.observability.tracing import tracer
 from airweave.providers.embeddings import ProviderUnavailable, get_embedder
 from airweave.providers.errors import ProviderError
 from airweave.tenancy.quotas import ENTITIES, quota_remaining
@@ -72,9 +75,10 @@ class JobCounters:
     truncated: dict = field(default_factory=lambda: {"count": 0, "examples": []})
     current_entity: str = ""  # the entity whose chunks are being embedded, while a large one is
 
-    def timed(self, stage: str):
-        """A context manager adding the time spent inside it to `stage`."""
-        return _StageTimer(self.stages, stage)
+    def timed(self, stage: str, span: bool = False, **attributes):
+        """A context manager adding the time spent inside it to `stage`; with `span`, also a
+        `sync.<stage>` span (child of the current one) carrying `attributes`."""
+        return _StageTimer(self.stages, stage, f"sync.{stage}" if span else None, attributes)
 
     def skip_membership(self, reason: str) -> None:
         self.membership_skips[reason] += 1
@@ -143,6 +147,7 @@ class SyncPipeline:
         self.counters = JobCounters()
         self.batch_size = settings.AIRWEAVE_EMBEDDING_BATCH_SIZE
         self._embedder = None
+        self._listing_span = None  # the open `sync.listing` span of the batch being listed
 
     @property
     def embedder(self):
@@ -155,6 +160,24 @@ class SyncPipeline:
         job = self.job
         if not sync_job_transition(job, S.RUNNING):
             return job
+        with tracer().start_as_current_span("sync.job", record_exception=False) as span:
+            if span.is_recording():
+                span.set_attributes({"airweave.sync_job.id": str(job.id), "airweave.source": self.connection.short_name,
+                                     "airweave.source_connection.id": str(self.connection.id),
+                                     "airweave.collection": self.collection.readable_id,
+                                     "airweave.sync_job.force_full_sync": bool(job.force_full_sync)})
+            self._run(job)
+            if span.is_recording():
+                c = self.counters
+                span.set_attributes({"airweave.sync_job.status": job.status, "airweave.entities.inserted": c.inserted,
+                                     "airweave.entities.updated": c.updated, "airweave.entities.deleted": c.deleted,
+                                     "airweave.entities.kept": c.kept, "airweave.entities.skipped": c.skipped,
+                                     "airweave.chunks_embedded": c.chunks_embedded})
+                if job.status == S.FAILED:
+                    span.set_status(trace.StatusCode.ERROR, job.error_category or "failed")
+        return job
+
+    def _run(self, job: SyncJob) -> None:
         try:
             self._sync()
         except JobCancelled:
@@ -170,13 +193,13 @@ class SyncPipeline:
                                 **self.counters.job_fields())
         else:
             sync_job_transition(job, S.COMPLETED, **self.counters.job_fields())
-        return job
 
     def _sync(self) -> None:
         source = self.source or source_for_connection(self.connection)
         try:
             self._sync_source(source)
         finally:
+            self._end_listing_span(0)
             source.close()
 
     def _sync_source(self, source) -> None:
@@ -223,12 +246,14 @@ class SyncPipeline:
                 allowance -= 1
             batch.append(_Pending(entity, content_hash, is_new))
             if len(batch) >= self.batch_size:
+                self._end_listing_span(len(batch))
                 self._index(batch)
                 batch = []
                 self._checkpoint()
+        self._end_listing_span(len(batch))
         self._index(batch)
 
-        with self.counters.timed("writing"):
+        with self.counters.timed("writing", span=True, **{"airweave.step": "deletions"}):
             if source.is_full_listing():
                 self._delete_missing(known, seen)
             else:
@@ -242,15 +267,26 @@ class SyncPipeline:
         SyncCursor.objects.update_or_create(sync_id=self.job.sync_id, defaults={"data": source.next_cursor()})
 
     def _timed_listing(self, entities):
-        """The source's entities, the time spent producing each one counted as listing."""
+        """The source's entities, the time spent producing each one counted as listing.
+
+        One `sync.listing` span covers the listing (and hashing) of each batch: it opens when the
+        batch's first entity is asked for and `_end_listing_span` closes it."""
         iterator = iter(entities)
         while True:
+            if self._listing_span is None:
+                self._listing_span = tracer().start_span("sync.listing")
             with self.counters.timed("listing"):
                 try:
                     entity = next(iterator)
                 except StopIteration:
                     return
             yield entity
+
+    def _end_listing_span(self, batch_entities: int) -> None:
+        span, self._listing_span = self._listing_span, None
+        if span is not None:
+            span.set_attribute("airweave.entities.to_index", batch_entities)
+            span.end()
 
     def _sync_memberships(self, source) -> None:
         """Replace the connection's stored group memberships with the source's listing, if it gives one."""
@@ -291,30 +327,39 @@ class SyncPipeline:
             self.counters.deleted += entities_delete(source_connection=self.connection, entity_ids=gone)
 
     def _index(self, batch: list[_Pending]) -> None:
-        """Convert, chunk, embed and write a batch of new or changed entities."""
+        """Convert, chunk, embed and write a batch of new or changed entities.
+
+        The batch is converted, then chunked (one `sync.converting` and one `sync.chunking` span
+        each): a batch's texts are held at once, as its chunks are until they are embedded."""
+        if not batch:
+            return
+        texts: list[tuple[_Pending, str]] = []
+        with self.counters.timed("converting", span=True, **{"airweave.entities": len(batch)}):
+            for pending in batch:
+                try:
+                    texts.append((pending, self._text_of(pending.entity)))
+                except SkipEntity as exc:
+                    self.counters.skip(pending.entity.entity_id, exc.reason)
+        if not texts:
+            return
+        tokenizer = self.embedder.tokenizer  # loading the model is not chunking
         records: list[EntityRecord] = []
-        for pending in batch:
-            try:
-                with self.counters.timed("converting"):
-                    text = self._text_of(pending.entity)
-            except SkipEntity as exc:
-                self.counters.skip(pending.entity.entity_id, exc.reason)
-                continue
-            tokenizer = self.embedder.tokenizer  # loading the model is not chunking
-            with self.counters.timed("chunking"):
+        with self.counters.timed("chunking", span=True, **{"airweave.entities": len(texts)}):
+            for i, (pending, text) in enumerate(texts):
+                texts[i] = (pending, "")  # each text is let go once chunked
                 pieces = chunk_text(text, tokenizer, max_tokens=self._max_tokens(),
                                     overlap=settings.AIRWEAVE_CHUNK_OVERLAP_TOKENS)
-            if not pieces:
-                self.counters.skip(pending.entity.entity_id, "empty: no text to index")
-                continue
-            limit = settings.AIRWEAVE_MAX_CHUNKS_PER_ENTITY
-            if limit and len(pieces) > limit:
-                self.counters.truncate(pending.entity.entity_id, f"truncated: {len(pieces)} chunks, the first "
-                                       f"{limit} indexed (AIRWEAVE_MAX_CHUNKS_PER_ENTITY)")
-                pieces = pieces[:limit]
-            record = _record_of(pending)
-            record.chunks = [ChunkRecord(text=p.text, embedding=None) for p in pieces]
-            records.append(record)
+                if not pieces:
+                    self.counters.skip(pending.entity.entity_id, "empty: no text to index")
+                    continue
+                limit = settings.AIRWEAVE_MAX_CHUNKS_PER_ENTITY
+                if limit and len(pieces) > limit:
+                    self.counters.truncate(pending.entity.entity_id, f"truncated: {len(pieces)} chunks, the first "
+                                           f"{limit} indexed (AIRWEAVE_MAX_CHUNKS_PER_ENTITY)")
+                    pieces = pieces[:limit]
+                record = _record_of(pending)
+                record.chunks = [ChunkRecord(text=p.text, embedding=None) for p in pieces]
+                records.append(record)
         if records:
             self._embed_and_write(records, {p.entity.entity_id: p.is_new for p in batch})
 
@@ -329,8 +374,11 @@ class SyncPipeline:
         for start in range(0, len(work), EMBED_SLICE_CHUNKS):
             part = work[start:start + EMBED_SLICE_CHUNKS]
             self.counters.current_entity = part[-1][0].entity_id
-            with self.counters.timed("embedding"):
+            embedding_started = time.perf_counter()
+            with self.counters.timed("embedding", span=True, **{"airweave.chunks": len(part)}):
                 vectors = self.embedder.embed([chunk.text for _, chunk in part])
+            EMBEDDING_BATCH_SECONDS.labels(self.collection.embedding_model_name, "document").observe(
+                time.perf_counter() - embedding_started)
             done = []
             for (record, chunk), vector in zip(part, vectors):
                 chunk.embedding = vector
@@ -339,7 +387,7 @@ class SyncPipeline:
                     done.append(record)
             self.counters.chunks_embedded += len(part)
             if done:
-                with self.counters.timed("writing"):
+                with self.counters.timed("writing", span=True, **{"airweave.entities": len(done)}):
                     entities_write(source_connection=self.connection, sync_id=self.job.sync_id,
                                    sync_job_id=self.job.id, records=done)
                 for record in done:
@@ -386,17 +434,25 @@ class SyncPipeline:
 
 
 class _StageTimer:
-    """Adds the wall time of its `with` block to `stages[stage]`."""
+    """Adds the wall time of its `with` block to `stages[stage]`; with a `span_name`, the block
+    is also a span of that name (an exception leaving it is recorded on the span)."""
 
-    def __init__(self, stages: dict, stage: str):
+    def __init__(self, stages: dict, stage: str, span_name: str | None = None, attributes: dict | None = None):
         self.stages, self.stage = stages, stage
+        self.span_name, self.attributes = span_name, attributes or {}
+        self._span_cm = None
 
     def __enter__(self):
+        if self.span_name:
+            self._span_cm = tracer().start_as_current_span(self.span_name, attributes=self.attributes)
+            self._span_cm.__enter__()
         self.started = time.perf_counter()
         return self
 
     def __exit__(self, *exc):
         self.stages[self.stage] = self.stages.get(self.stage, 0.0) + time.perf_counter() - self.started
+        if self._span_cm is not None:
+            self._span_cm.__exit__(*exc)
         return False
 
 

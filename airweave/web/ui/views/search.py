@@ -50,7 +50,7 @@ def _run(collection, request, principals, stream=None):
                                   limit=request.limit, stream=stream)
         return response.results, None
     prepared = search_prepare(collection=collection, request=PipelineRequest(**request.pipeline_kwargs()),
-                              principals=principals)
+                              principals=principals, tier="ui")
     result = search_run(prepared, stream, render=render_result)
     return result.results, result.completion
 
@@ -110,7 +110,7 @@ def playground_stream(request, caller, readable_id):
             run = (lambda stream: _run(collection, parsed, principals, stream))
         else:
             prepared = search_prepare(collection=collection, request=PipelineRequest(**parsed.pipeline_kwargs()),
-                                      principals=principals)
+                                      principals=principals, tier="ui")
             run = (lambda stream: search_run(prepared, stream, render=render_result))
     except (SearchRequestError, FilterError) as exc:
         return JsonResponse(_error(exc), status=422)
