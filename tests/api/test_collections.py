@@ -51,7 +51,7 @@ def test_create_with_readable_id_returns_the_full_collection(client, org):
     assert body["source_connection_summaries"] == []
     assert body["sync_config"] is None
     for ts in ("created_at", "modified_at"):
-        assert datetime.fromisoformat(body[ts].replace("Z", "+00:00")).tzinfo is not None
+        assert datetime.fromisoformat(body[ts]).tzinfo is not None
 
 
 def test_create_without_readable_id_generates_slug_plus_suffix(client):
