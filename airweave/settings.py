@@ -83,7 +83,7 @@ TEMPLATES = [
 WSGI_APPLICATION = "airweave.wsgi.application"
 ASGI_APPLICATION = "airweave.asgi.application"
 
-# --- Database: DATABASE_URL, else the embedded PostgreSQL with pgvector (DESIGN §2) ---
+# --- Database: DATABASE_URL, else the embedded PostgreSQL with pgvector (docs/architecture.md, Storage) ---
 AIRWEAVE_DATA_DIR = Path(env("AIRWEAVE_DATA_DIR", default=str(BASE_DIR / ".data")))
 AIRWEAVE_EMBEDDED_DATABASE = not env("DATABASE_URL", default="")
 if not AIRWEAVE_EMBEDDED_DATABASE:

@@ -1,4 +1,4 @@
-"""Request and response shapes of API.md. Serializers validate and render; services decide."""
+"""Request and response shapes of docs/api.md. Serializers validate and render; services decide."""
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema_field
@@ -105,7 +105,7 @@ class ConfigFieldSerializer(serializers.Serializer):
 
 
 def source_payload(cls) -> dict:
-    """The Source object of API.md for a registered source class."""
+    """The Source object of docs/api.md for a registered source class."""
     return {
         "name": cls.name,
         "short_name": cls.short_name,
@@ -159,7 +159,7 @@ class ScheduleSerializer(StrictSerializer):
 
 
 class AuthenticationSerializer(StrictSerializer):
-    """One of API.md's three shapes, told apart by their fields (the service checks the combination):
+    """One of docs/api.md's three shapes, told apart by their fields (the service checks the combination):
     direct `{credentials}`, token injection `{access_token, refresh_token?, expires_at?}`, browser /
     bring-your-own-client `{redirect_uri?, client_id?, client_secret?, consumer_key?, consumer_secret?}`."""
 
@@ -271,7 +271,7 @@ class EntitySummarySerializer(serializers.Serializer):
 
 
 class SourceConnectionSerializer(serializers.Serializer):
-    """SourceConnection of API.md (and of the public Airweave API); what every detail answer renders."""
+    """SourceConnection of docs/api.md (and of the public Airweave API); what every detail answer renders."""
 
     id = serializers.UUIDField()
     organization_id = serializers.UUIDField()
