@@ -103,7 +103,13 @@ def _populate(make_collection, tmp_path, collections: int, connections_each: int
     return made
 
 
+def _warm(client) -> None:
+    """A request first: the key's last_used_date is written at most once a minute, not part of the count."""
+    client.get("/collections/count")
+
+
 def _count(client, url: str) -> int:
+    _warm(client)
     with CaptureQueriesContext(db_connection) as queries:
         response = client.get(url)
     assert response.status_code == 200, response.content
@@ -116,6 +122,7 @@ def test_list_endpoints_run_a_fixed_number_of_queries(client, make_collection, t
     _populate(make_collection, tmp_path, collections=1, connections_each=1, jobs_each=1)
     few = _count(client, url)
     _populate(make_collection, tmp_path, collections=4, connections_each=3, jobs_each=2)
+    _warm(client)
     with django_assert_max_num_queries(few):
         response = client.get(url)
     assert len(response.json()) >= 4
@@ -127,6 +134,7 @@ def test_detail_and_job_endpoints_run_a_fixed_number_of_queries(client, make_col
     (large,) = _populate(make_collection, tmp_path, collections=1, connections_each=1, jobs_each=12)
     for path in ("", "/jobs"):
         few = _count(client, f"/source-connections/{small.id}{path}")
+        _warm(client)
         with django_assert_max_num_queries(few):
             response = client.get(f"/source-connections/{large.id}{path}")
         assert response.status_code == 200
