@@ -37,8 +37,11 @@ test: install
 test-all: install
 	$(PY) -m pytest -m "" $(PYTEST_ARGS)
 
+# BEIR SciFact (corpus.jsonl, queries.jsonl, qrels/): by default the data folder beside the checkout.
+SCIFACT ?= $(dir $(CURDIR))shared/data/scifact
+
 bench: install
-	$(PY) bench/beir.py --dataset ../shared/data/scifact
+	$(PY) bench/beir.py --dataset $(SCIFACT)
 
 stop-db: install
 	$(PY) -c "from pathlib import Path; from airweave.embedded_db import stop; stop(Path('.data'))"

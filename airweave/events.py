@@ -1,4 +1,4 @@
-"""The event envelope shared by search and sync streams (API.md, Events), and its publisher.
+"""The event envelope shared by search and sync streams (docs/api.md, Events), and its publisher.
 
 Every event is one JSON object `{type, seq, ts, op?, ...payload}`. Sync events cross processes
 through the Channels layer (Redis with REDIS_URL); a failure to publish never fails the work

@@ -1,7 +1,7 @@
 """Django settings, read from the environment (django-environ).
 
 Every knob is an environment variable with a default that works on a laptop with no keys:
-see the README's Configuration table.
+see the table in docs/configuration.md.
 """
 from __future__ import annotations
 
@@ -84,7 +84,7 @@ TEMPLATES = [
 WSGI_APPLICATION = "airweave.wsgi.application"
 ASGI_APPLICATION = "airweave.asgi.application"
 
-# --- Database: DATABASE_URL, else the embedded PostgreSQL with pgvector (DESIGN §2) ---
+# --- Database: DATABASE_URL, else the embedded PostgreSQL with pgvector (docs/architecture.md, Storage) ---
 AIRWEAVE_DATA_DIR = Path(env("AIRWEAVE_DATA_DIR", default=str(BASE_DIR / ".data")))
 AIRWEAVE_EMBEDDED_DATABASE = not env("DATABASE_URL", default="")
 if not AIRWEAVE_EMBEDDED_DATABASE:
@@ -266,7 +266,7 @@ for _provider in env.list("AIRWEAVE_SOCIAL_PROVIDERS", default=[]):
     SOCIALACCOUNT_PROVIDERS[_provider] = {"APP": {"client_id": env(f"{_provider.upper()}_CLIENT_ID", default=""),
                                                   "secret": env(f"{_provider.upper()}_CLIENT_SECRET", default="")}}
 
-# --- Rate limits and quotas, per organization (README: Rate limits and quotas) ---
+# --- Rate limits and quotas, per organization (docs/accounts.md: Rate limits and quotas) ---
 # Defaults for a team on its own server (docs/scaling.md): above what one web process serves (about
 # 20-30 instant searches a second on 2 cores, bench/load.py), so normal use and one busy agent never
 # meet them; a shared, multi-tenant deployment sets lower ones per organization (e.g. 120/minute).
@@ -298,7 +298,7 @@ AIRWEAVE_OAUTH_PROVIDERS_FILE = env("AIRWEAVE_OAUTH_PROVIDERS_FILE", default="")
 # How long an OAuth authorization link and its flow stay valid.
 AIRWEAVE_OAUTH_FLOW_MINUTES = env.int("AIRWEAVE_OAUTH_FLOW_MINUTES", default=30)
 
-# --- OAuth 2.1 authorization server and the MCP endpoint (README: MCP) ---
+# --- OAuth 2.1 authorization server and the MCP endpoint (docs/mcp.md) ---
 # The consent page sends users who are not logged in to LOGIN_URL (the accounts' login page).
 # Public base URL of this server: OAuth issuer and resource identifiers, source OAuth callbacks and
 # authorization links. Default: the scheme and host of each request (http://127.0.0.1:8000 for

@@ -1,4 +1,4 @@
-"""URL map: the REST API at the root paths of API.md, admin, accounts pages, schema and its docs
+"""URL map: the REST API at the root paths of docs/api.md, admin, accounts pages, schema and its docs
 page, OAuth, and the web UI under /ui/ (`/` redirects there). `/mcp` is not here: asgi.py routes it to the MCP app before Django."""
 from django.contrib import admin
 from django.urls import include, path

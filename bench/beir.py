@@ -22,7 +22,10 @@ What it measures, against the checkout's own database (the embedded PostgreSQL, 
 
 Run from the project folder:
 
-    .venv/bin/python bench/beir.py --dataset ../shared/data/scifact [--reindex] [--tune] [--rrf-k 10,30,60]
+    .venv/bin/python bench/beir.py --dataset $SCIFACT [--reindex] [--tune] [--rrf-k 10,30,60]
+
+`$SCIFACT` is a BEIR SciFact folder (`make bench` passes its SCIFACT variable: by default the
+data folder beside the checkout).
 
 The collection (organization "bench", readable_id `--collection`, default "beir-<dataset>") is
 reused when it is fully indexed, so tuning runs skip the sync; --reindex deletes and rebuilds it.

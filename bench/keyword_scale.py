@@ -7,7 +7,7 @@ keyword index, not embeddings), indexes their postings with the product's own wr
 times `search.retrieval.keyword_leg` for the SciFact test queries, unfiltered and with a
 filter. Prints p50/p95/max, saves JSON, and deletes the collection unless --keep.
 
-    .venv/bin/python bench/keyword_scale.py --dataset ../shared/data/scifact --chunks 120000
+    .venv/bin/python bench/keyword_scale.py --dataset $SCIFACT --chunks 120000   # a BEIR SciFact folder
 """
 from __future__ import annotations
 

@@ -328,7 +328,7 @@ def pending_redirect_url(connection) -> str | None:
 
 
 def auth_summary(connection) -> dict:
-    """The `auth` object of a SourceConnection (API.md): method, authenticated, authenticated_at,
+    """The `auth` object of a SourceConnection (docs/api.md): method, authenticated, authenticated_at,
     expires_at (of the access token), and while a browser flow waits: auth_url, auth_url_expires,
     redirect_url. No secret is included."""
     from datetime import datetime, timezone as dt_timezone

@@ -20,7 +20,7 @@ from connectors.errors import AUTH_ERROR_CATEGORIES, AuthFailure, SkipEntity, So
 
 @dataclass(frozen=True)
 class ConfigField:
-    """One typed field of a source's config or auth declaration (API.md ConfigField)."""
+    """One typed field of a source's config or auth declaration (docs/api.md ConfigField)."""
 
     name: str
     title: str
@@ -359,7 +359,7 @@ class BaseSource:
         """Federated sources (`federated_search`) answer queries at search time.
 
         Returns up to `limit` results, best first, each shaped like a result of the pipeline
-        endpoint (API.md): at least `entity_id`, `name`, `textual_representation`; a source that
+        endpoint (docs/api.md): at least `entity_id`, `name`, `textual_representation`; a source that
         declares `supports_access_control` adds `access: {viewers, is_public}` with the same
         meaning as on entities (no access list = closed). Raise on failure: the search goes on
         without this source.

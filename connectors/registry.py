@@ -66,7 +66,7 @@ def source_for_connection(connection) -> BaseSource:
     except InvalidToken:
         raise SourceError("the credentials of this connection decrypt with none of AIRWEAVE_FERNET_KEYS: a process "
                           "runs without the key they were written with (restart it with every key of the rotation, "
-                          "see the README's Credentials at rest)", category="config_error") from None
+                          "see docs/accounts.md, Credentials at rest)", category="config_error") from None
     credentials = {k: v for k, v in stored.items() if not k.startswith("_")}
     source = get_source(connection.short_name)(connection.config, credentials)
     source.context = SourceContext(organization_id=connection.organization_id, source_connection_id=connection.id,

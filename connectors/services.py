@@ -35,7 +35,7 @@ def source_connection_create(*, collection: Collection, short_name: str, name: s
 
     `config` is validated against the source's declared config fields; `for_api` applies the
     API's stricter rules (e.g. local paths only under AIRWEAVE_LOCAL_ROOTS).
-    `authentication` is API.md's object, checked against the source's auth methods (`{}`: direct
+    `authentication` is docs/api.md's object, checked against the source's auth methods (`{}`: direct
     if the source has it, else the browser flow), one of:
     `{credentials}` (direct), `{access_token, refresh_token?, expires_at?}` (token injection; expires_at in
     epoch seconds or ISO-8601), `{redirect_uri?, client_id?, client_secret?, consumer_key?,
@@ -105,7 +105,7 @@ _OAUTH_METHODS = {"oauth_browser", "oauth_token", "oauth_byoc"}
 
 
 def _authentication_plan(source_cls, authentication: dict) -> tuple[str, dict, dict | None, bool]:
-    """(auth_method, credentials to store, the browser-flow fields or None, authenticated) for API.md's
+    """(auth_method, credentials to store, the browser-flow fields or None, authenticated) for docs/api.md's
     `authentication`."""
     declared = set(source_cls.auth_methods)
     if not authentication:  # nothing said: the source's own default, direct if it has it, else the browser flow

@@ -1,6 +1,6 @@
 """Filters: both filter languages → one internal form → one SQL condition over `collections_chunk c`.
 
-* v2 filter groups (API.md, tiers): `[{"conditions": [{"field", "operator", "value"}]}]` — AND
+* v2 filter groups (docs/api.md, tiers): `[{"conditions": [{"field", "operator", "value"}]}]` — AND
   inside a group, OR across groups; `contains` is a case-insensitive substring match; ordering
   operators apply to dates and chunk_index only.
 * The Qdrant-style filter of the pipeline endpoint: `{must, should, must_not, minimum_should_match,

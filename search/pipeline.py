@@ -1,7 +1,7 @@
 """The search pipeline service: one request → state → operations → results and completion.
 
 Called by the REST endpoints (plain JSON and SSE), the websocket consumer and MCP tools. `emit`
-receives every event of API.md (start, operator_start/end, ..., results, done).
+receives every event of docs/api.md (start, operator_start/end, ..., results, done).
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ STRATEGY_ALIASES = {"neural": "semantic"}
 
 @dataclass
 class PipelineRequest:
-    """The pipeline endpoint's request (API.md). Flags left None take defaults.yml's values."""
+    """The pipeline endpoint's request (docs/api.md). Flags left None take defaults.yml's values."""
 
     query: str
     retrieval_strategy: str | None = None
@@ -110,7 +110,7 @@ def search_prepare(*, collection: Collection, request: PipelineRequest,
 
 def search_run(prepared: PreparedSearch, stream: EventStream | None = None,
                render: Callable[[Candidate], dict] = pipeline_result) -> PipelineResponse:
-    """Run a prepared search, emitting API.md's events on `stream` (start … results, done).
+    """Run a prepared search, emitting docs/api.md's events on `stream` (start … results, done).
 
     `render` shapes each result (the pipeline endpoint's shape by default; v2 for the tiers).
     """

@@ -1,4 +1,4 @@
-"""Shapes of search results: v2 SearchResult (tiers) and the pipeline endpoint's result (API.md)."""
+"""Shapes of search results: v2 SearchResult (tiers) and the pipeline endpoint's result (docs/api.md)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, fields

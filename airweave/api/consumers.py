@@ -139,7 +139,7 @@ class SearchConsumer(AsyncJsonWebsocketConsumer):
         return json.dumps(content, default=str)  # as the SSE frames: a source's datetime never breaks a stream
 
     async def send_error(self, message: str, **payload) -> None:
-        """An `error` event in the envelope of API.md (its own `seq` 1: no search stream started)."""
+        """An `error` event in the envelope of docs/api.md (its own `seq` 1: no search stream started)."""
         await self.send_json(EventStream().make("error", message=message, **payload))
 
     def _prepare(self, content: dict):

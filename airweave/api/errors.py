@@ -1,4 +1,4 @@
-"""Error shapes of API.md: 422 `{"detail": [{loc, msg, type}]}`, 404/409 `{"detail": "..."}`.
+"""Error shapes of docs/api.md: 422 `{"detail": [{loc, msg, type}]}`, 404/409 `{"detail": "..."}`.
 
 Domain exceptions raised by services map to status codes here, so views stay free of try/except.
 """
@@ -48,7 +48,7 @@ def unprocessable(loc: list, msg: str, type_: str = "value_error") -> Response:
 
 
 def exception_handler(exc, context):
-    """DRF exception handler producing API.md's shapes."""
+    """DRF exception handler producing docs/api.md's shapes."""
     if isinstance(exc, (FilterError, SearchRequestError)):
         return unprocessable(["body", *exc.loc], str(exc))
     if isinstance(exc, RequestDataTooBig):

@@ -1,4 +1,4 @@
-"""Request and response shapes of API.md. Serializers validate and render; services decide."""
+"""Request and response shapes of docs/api.md. Serializers validate and render; services decide."""
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema_field
@@ -6,8 +6,6 @@ from rest_framework import serializers
 
 from airweave.api.compat import note_deprecated, note_ignored
 from airweave.collections.models import Collection, SourceConnection, SyncJob
-from airweave.collections.selectors import collection_status, entity_counts_by_type
-from connectors.authorization import auth_summary
 
 
 class StrictSerializer(serializers.Serializer):
@@ -87,11 +85,11 @@ class CollectionSerializer(serializers.ModelSerializer):
         return obj.modified_by.email if obj.modified_by_id else None
 
     def get_status(self, obj) -> str:
-        return collection_status(obj)
+        return obj.status_label
 
     @extend_schema_field(SourceConnectionSummarySerializer(many=True))
     def get_source_connection_summaries(self, obj) -> list[dict]:
-        return [{"short_name": c.short_name, "name": c.name} for c in obj.source_connections.all()]
+        return obj.connection_summaries
 
 
 # --- Sources catalog ---
@@ -107,7 +105,7 @@ class ConfigFieldSerializer(serializers.Serializer):
 
 
 def source_payload(cls) -> dict:
-    """The Source object of API.md for a registered source class."""
+    """The Source object of docs/api.md for a registered source class."""
     return {
         "name": cls.name,
         "short_name": cls.short_name,
@@ -161,7 +159,7 @@ class ScheduleSerializer(StrictSerializer):
 
 
 class AuthenticationSerializer(StrictSerializer):
-    """One of API.md's three shapes, told apart by their fields (the service checks the combination):
+    """One of docs/api.md's three shapes, told apart by their fields (the service checks the combination):
     direct `{credentials}`, token injection `{access_token, refresh_token?, expires_at?}`, browser /
     bring-your-own-client `{redirect_uri?, client_id?, client_secret?, consumer_key?, consumer_secret?}`."""
 
@@ -215,18 +213,6 @@ class SourceConnectionUpdateSerializer(StrictSerializer):
         required=False, allow_null=True, help_text="New direct credentials `{credentials: {...}}` (direct auth only).")
 
 
-def job_payload(job: SyncJob) -> dict:
-    """SourceConnectionJob of API.md."""
-    return {
-        "id": job.id, "source_connection_id": job.source_connection_id, "status": job.status,
-        "started_at": job.started_at, "completed_at": job.completed_at, "duration_seconds": job.duration_seconds,
-        "entities_inserted": job.entities_inserted, "entities_updated": job.entities_updated,
-        "entities_deleted": job.entities_deleted, "entities_failed": job.entities_failed,
-        "entities_kept": job.entities_kept, "entities_skipped": job.entities_skipped,
-        "error": job.error or None, "error_category": job.error_category or None, "error_details": job.error_details,
-    }
-
-
 class SyncJobDetailsSerializer(serializers.Serializer):
     id = serializers.UUIDField()
     status = serializers.ChoiceField(choices=SyncJob.Status.choices)
@@ -248,53 +234,6 @@ class SourceConnectionJobSerializer(SyncJobDetailsSerializer):
     entities_skipped = serializers.IntegerField()
     error_category = serializers.CharField(allow_null=True)
     error_details = serializers.JSONField(allow_null=True)
-
-
-def source_connection_payload(connection: SourceConnection, jobs: list[SyncJob] | None = None,
-                              principals: list[str] | None = None, run_counts: dict | None = None) -> dict:
-    """SourceConnection of API.md. `jobs` (newest first; the first is the last job) and `run_counts`
-    (selectors.sync_job_run_counts: exact, however many jobs) feed the sync summary; without
-    `run_counts` the counts are those of `jobs`. Secrets never appear.
-
-    Entity counts cover the entities `principals` may see (None: all)."""
-    sync = getattr(connection, "sync", None)
-    jobs = jobs or []
-    last = jobs[0] if jobs else None
-    if run_counts is None:
-        run_counts = {"total_runs": len(jobs),
-                      "successful_runs": sum(1 for j in jobs if j.status == SyncJob.Status.COMPLETED),
-                      "failed_runs": sum(1 for j in jobs if j.status == SyncJob.Status.FAILED)}
-    by_type = entity_counts_by_type(source_connection=connection, principals=principals)
-    return {
-        "id": connection.id,
-        "organization_id": connection.organization_id,
-        "name": connection.name,
-        "description": connection.description or None,
-        "short_name": connection.short_name,
-        "readable_collection_id": connection.collection.readable_id,
-        "status": connection.status,
-        "created_at": connection.created_at,
-        "modified_at": connection.modified_at,
-        "auth": auth_summary(connection),
-        "config": connection.config,
-        "schedule": {"cron": sync.cron_schedule or None, "next_run": sync.next_run_at, "continuous": sync.continuous,
-                     "cursor_field": sync.cursor_field or None} if sync else None,
-        "sync": {
-            **run_counts,
-            "last_job": {
-                "id": last.id, "status": last.status, "started_at": last.started_at,
-                "completed_at": last.completed_at, "duration_seconds": last.duration_seconds,
-                "entities_inserted": last.entities_inserted, "entities_updated": last.entities_updated,
-                "entities_deleted": last.entities_deleted, "entities_failed": last.entities_failed,
-                "error": last.error or None,
-            } if last else None,
-        },
-        "sync_id": sync.id if sync else None,
-        "entities": {"total_entities": sum(v["count"] for v in by_type.values()), "by_type": by_type},
-        "error_category": connection.error_category or None,
-        "error_message": connection.error_message or None,
-        "federated_search": _federated(connection),
-    }
 
 
 class AuthenticationDetailsSerializer(serializers.Serializer):
@@ -332,7 +271,7 @@ class EntitySummarySerializer(serializers.Serializer):
 
 
 class SourceConnectionSerializer(serializers.Serializer):
-    """SourceConnection of API.md (and of the public Airweave API); what every detail answer renders."""
+    """SourceConnection of docs/api.md (and of the public Airweave API); what every detail answer renders."""
 
     id = serializers.UUIDField()
     organization_id = serializers.UUIDField()
@@ -366,25 +305,6 @@ class SourceConnectionListItemSerializer(serializers.Serializer):
     federated_search = serializers.BooleanField()
     auth_method = serializers.ChoiceField(choices=["direct", "oauth_browser", "oauth_token", "oauth_byoc", "auth_provider"])
     status = serializers.ChoiceField(choices=SourceConnection.Status.choices)
-
-
-def source_connection_list_item(connection: SourceConnection) -> dict:
-    return {
-        "id": connection.id, "name": connection.name, "short_name": connection.short_name,
-        "readable_collection_id": connection.collection.readable_id, "created_at": connection.created_at,
-        "modified_at": connection.modified_at, "is_authenticated": connection.is_authenticated,
-        "entity_count": getattr(connection, "entity_count", 0), "federated_search": _federated(connection),
-        "auth_method": connection.auth_method, "status": connection.status,
-    }
-
-
-def _federated(connection: SourceConnection) -> bool:
-    from connectors.registry import get_source
-
-    try:
-        return get_source(connection.short_name).federates(connection.config or {})
-    except KeyError:
-        return False
 
 
 # --- Search ---

@@ -1,4 +1,4 @@
-"""REST API routes (API.md). Written without trailing slashes; airweave.api.compat serves both forms."""
+"""REST API routes (docs/api.md). Written without trailing slashes; airweave.api.compat serves both forms."""
 from django.urls import path, register_converter
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
 

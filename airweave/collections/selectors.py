@@ -12,11 +12,15 @@ from airweave.tenancy.scoping import scoped
 
 
 def collection_list(*, organization, skip: int = 0, limit: int = 100, search: str = "") -> list[Collection]:
-    """Collections of `organization`, oldest first, with their connections prefetched (2 queries)."""
+    """Collections of `organization`, oldest first, ready to render (2 queries whatever their number).
+
+    Each carries `connections` (its source connections, oldest first), `status_label`
+    (collection_status) and `connection_summaries` ([{short_name, name}], oldest connection first).
+    """
     qs = scoped(Collection, organization).select_related("created_by", "modified_by")
     if search:
         qs = qs.filter(Q(name__icontains=search) | Q(readable_id__icontains=search))
-    return list(qs.prefetch_related("source_connections").order_by("created_at")[skip:skip + limit])
+    return [_ready_to_render(c) for c in qs.prefetch_related("source_connections").order_by("created_at")[skip:skip + limit]]
 
 
 def collection_count(*, organization) -> int:
@@ -27,8 +31,17 @@ def collection_get(*, organization, readable_id: str) -> Collection:
     """Raises Collection.DoesNotExist when `readable_id` is not a collection of `organization`."""
     if not READABLE_ID_RE.match(readable_id or ""):
         raise Collection.DoesNotExist(f"no collection '{readable_id}'")
-    return (scoped(Collection, organization).select_related("created_by", "modified_by")
-            .prefetch_related("source_connections").get(readable_id=readable_id))
+    return _ready_to_render(scoped(Collection, organization).select_related("created_by", "modified_by")
+                            .prefetch_related("source_connections").get(readable_id=readable_id))
+
+
+def _ready_to_render(collection: Collection) -> Collection:
+    """Sets `connections` (a list, oldest first), `status_label` and `connection_summaries` from the
+    prefetched connections (no query)."""
+    collection.connections = list(collection.source_connections.all())
+    collection.status_label = collection_status(collection)
+    collection.connection_summaries = [{"short_name": c.short_name, "name": c.name} for c in collection.connections]
+    return collection
 
 
 def collection_status(collection: Collection) -> str:

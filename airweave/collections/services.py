@@ -39,7 +39,7 @@ def _random_suffix(n: int = 6) -> str:
 
 
 def readable_id_from_name(name: str) -> str:
-    """Slug of `name` + "-" + 6 random [a-z0-9] (API.md, POST /collections)."""
+    """Slug of `name` + "-" + 6 random [a-z0-9] (docs/api.md, POST /collections)."""
     slug = re.sub(r"-+", "-", slugify(name)).strip("-") or "collection"
     return f"{slug[:100]}-{_random_suffix()}"
 

@@ -1,4 +1,4 @@
-"""One partial HNSW expression index per embedding dimension of defaults.yml (DESIGN §2).
+"""One partial HNSW expression index per embedding dimension of defaults.yml (docs/architecture.md, Storage).
 
 Chunks of every dimension share the `embedding` column; the index for dimension D covers
 `(embedding::vector(D))` where `dims = D` (a `halfvec(D)` cast above 2,000 dimensions, the

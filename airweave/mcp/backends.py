@@ -1,6 +1,6 @@
 """What the MCP tools call: the search services in this process, or the REST API of a remote server.
 
-Both answer the same things in the same shapes (v2 SearchResult dicts, API.md), so the tools do
+Both answer the same things in the same shapes (v2 SearchResult dicts, docs/api.md), so the tools do
 not know which one they have. Every failure a caller can fix is raised as `ToolError` with a
 message saying what to fix; the SDK answers it as a tool error (`isError: true`), never a crash.
 """

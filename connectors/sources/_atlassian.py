@@ -1,4 +1,5 @@
-"""What Jira and Confluence share: the site URL, the three ways to authenticate, and where the API lives.
+"""What Jira and Confluence share: their declaration, the site URL, the three ways to authenticate, where
+the API lives, comment entities and the relative dates of incremental queries.
 
 - Email + API token (Atlassian Cloud): HTTP basic auth against the site itself
   (`https://acme.atlassian.net/rest/...`).
@@ -13,12 +14,18 @@ The site URL is the user's: it is checked against the SSRF guard when the connec
 """
 from __future__ import annotations
 
+import math
+import re
+from dataclasses import dataclass
+from datetime import datetime, timezone
 from urllib.parse import urlsplit
 
 from connectors.auth.tokens import BasicAuth, BearerAuth
-from connectors.base import ConfigField, SourceError
+from connectors.base import BaseEntity, ConfigField, SourceError
 from connectors.http import BlockedAddress
 from connectors.http.ssrf import check_url
+from connectors.registry import source
+from connectors.sources._saas import parse_time
 
 ACCESSIBLE_RESOURCES = "https://api.atlassian.com/oauth/token/accessible-resources"
 
@@ -28,6 +35,72 @@ AUTH_FIELDS = (
     ConfigField("api_token", "API token", "string", "An Atlassian API token (Cloud) or a personal access token "
                 "(Server / Data Center).", required=True, is_secret=True),
 )
+
+
+MARGIN_MINUTES = 5
+
+
+def atlassian_source(*, name: str, short_name: str, description: str, scope_field: ConfigField, labels: tuple,
+                     entity_types: tuple):
+    """The `@source` declaration of an Atlassian product: what Jira and Confluence declare alike.
+
+    Auth: email + API token, a personal access token, or OAuth 2.0 (3LO) with rotating refresh
+    tokens. Config: `site_url`, `scope_field` (the product's list of project or space keys) and
+    `include_comments`. One rate limit per connection, 10 requests a second.
+    """
+    return source(
+        name=name, short_name=short_name, description=description,
+        auth_methods=("direct", "oauth_browser", "oauth_token", "oauth_byoc"),
+        oauth_type="with_rotating_refresh",
+        auth_fields=AUTH_FIELDS,
+        config_fields=(
+            site_field(name, "https://acme.atlassian.net"),
+            scope_field,
+            ConfigField("include_comments", "Include comments", "boolean", "Index the comments too.", default=True),
+        ),
+        labels=labels, entity_types=entity_types, rate_limit_level="connection", rate_limit="10/second",
+    )
+
+
+def clean_keys(out: dict, field: str, pattern: re.Pattern, examples: str) -> dict:
+    """De-duplicate the keys of `out[field]` (projects, spaces) in order; raises ValueError naming the
+    ones `pattern` refuses, with `examples` of valid keys (validate_config's contract)."""
+    keys = [k.strip() for k in out.get(field) or []]
+    bad = [k for k in keys if not pattern.match(k)]
+    if bad:
+        raise ValueError(f"config field '{field}' needs {examples}; not: {', '.join(bad)}")
+    out[field] = list(dict.fromkeys(keys))
+    return out
+
+
+def minutes_since(iso_time: str) -> int:
+    """Whole minutes from `iso_time` to now, plus a margin of MARGIN_MINUTES: the relative date of an
+    incremental JQL or CQL query (both read absolute dates in the account's own time zone)."""
+    minutes = math.ceil((datetime.now(timezone.utc) - parse_time(iso_time)).total_seconds() / 60)
+    return max(minutes, 0) + MARGIN_MINUTES
+
+
+def newer(newest: str | None, candidate: str | None) -> str | None:
+    """The later of two ISO times (`candidate` normalised), for the `updated`/`modified` cursors."""
+    if candidate and (newest is None or parse_time(candidate) > parse_time(newest)):
+        return parse_time(candidate).isoformat()
+    return newest
+
+
+@dataclass
+class AtlassianCommentEntity(BaseEntity):
+    """A comment (on a Jira issue, a Confluence page or blog post): its author and body."""
+
+    author: str = ""
+    body: str = ""
+
+    def commented_on(self) -> str:
+        """What the first line names the comment as being on ("" when the name says it)."""
+        return ""
+
+    def textual_representation(self) -> str:
+        on = f" on {self.commented_on()}" if self.commented_on() else ""
+        return f"Comment by {self.author}{on}: {self.name}\n\n{self.body}".strip()
 
 
 def site_field(product: str, example: str) -> ConfigField:

@@ -1,11 +1,14 @@
 """Helpers for sources that stream files from a cloud drive (Google Drive, Dropbox, Box).
 
     fetcher = FileFetcher(self.http)
-    path, reason = fetcher.fetch(url, suffix=".pdf", size=declared_size)
-    if reason:
-        yield UnreadableEntity(entity_id=..., name=..., reason=reason)
-    else:
-        yield DriveFileEntity(..., path=path)
+    path = fetcher.fetch_named(entity_id, name, url, size=declared_size)
+    if isinstance(path, UnreadableEntity):
+        return path                      # the reason: unsupported type, too large, gone
+    return DriveFileEntity(..., path=path)
+
+`changes_or_listing` runs an incremental run from a saved position and falls back to a full
+listing when the changes cannot be applied one by one (`RestartListing`: a folder moved or
+deleted, a reset cursor).
 
 A file that is too large, of an unsupported type, or gone between the listing and the download
 is yielded as a `connectors.base.UnreadableEntity` with the reason: the pipeline counts it as
@@ -24,10 +27,11 @@ from __future__ import annotations
 import logging
 from collections import deque
 from pathlib import Path, PurePosixPath
+from typing import Callable, Iterator
 
 from django.conf import settings
 
-from connectors.base import SkipEntity
+from connectors.base import BaseEntity, SkipEntity, UnreadableEntity
 from connectors.converters import SUPPORTED_EXTENSIONS
 from connectors.http import HttpError
 
@@ -83,6 +87,22 @@ class FileFetcher:
         self._remember(path)
         return path, None
 
+    def fetch_named(self, entity_id: str, name: str, url: str, *, size: int | None = None,
+                    reason: str | None = None, **kwargs) -> Path | UnreadableEntity:
+        """The downloaded file of `name`, or the UnreadableEntity saying why not.
+
+        Checks, in order: the file type (unsupported_reason), `reason` (the source's own, e.g. an
+        export-only file), the declared `size`, then the download itself (see fetch; kwargs go to
+        the request). The suffix of the local file is the extension of `name`.
+        """
+        reason = unsupported_reason(name) or reason
+        path = None
+        if reason is None:
+            path, reason = self.fetch(url, suffix=extension_of(name), size=size, **kwargs)
+        if reason:
+            return UnreadableEntity(entity_id=entity_id, name=name, reason=reason)
+        return path
+
     def _remember(self, path: Path) -> None:
         self._recent.append(path)
         while len(self._recent) > self.keep:
@@ -91,3 +111,22 @@ class FileFetcher:
                 old.unlink(missing_ok=True)
             except OSError:  # pragma: no cover - removed by close() anyway
                 logger.debug("could not remove %s", old)
+
+
+class RestartListing(Exception):
+    """An incremental run cannot go on (a folder moved or deleted, a reset cursor): list everything."""
+
+
+def changes_or_listing(changes: Iterator[BaseEntity] | None, listing: Callable[[], Iterator[BaseEntity]], *,
+                       reset: Callable[[], None], source: str) -> Iterator[BaseEntity]:
+    """The entities of `changes` (an incremental run; None when there is no saved position), or of a
+    full `listing()` when there is none or the changes raise RestartListing; `reset()` then clears
+    what the incremental run gathered (deletions, known folders) before the listing starts."""
+    if changes is not None:
+        try:
+            yield from changes
+            return
+        except RestartListing as why:
+            logger.info("%s: %s; listing everything", source, why)
+            reset()
+    yield from listing()

@@ -21,6 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
+from connectors.auth.tokens import BearerAuth
 from connectors.base import SkipEntity
 from connectors.http import cursor_pages
 
@@ -28,16 +29,17 @@ _OFFSET_WITHOUT_COLON = re.compile(r"([+-]\d{2})(\d{2})$")
 _FRACTION = re.compile(r"\.(\d+)")
 
 
-def parse_time(value: Any) -> datetime | None:
+def parse_time(value: Any, *, digit_strings_are_epochs: bool = True) -> datetime | None:
     """An API timestamp as an aware datetime (UTC when the value carries no zone); None when empty.
 
     Accepts ISO 8601 strings (`2024-01-02T03:04:05Z`, `...05.123+0000`, `2024-01-02`), epoch
-    seconds and epoch milliseconds (numbers or digit strings; values above 10^11 are taken as
-    milliseconds). Raises nothing: an unreadable value gives None.
+    seconds and epoch milliseconds (numbers, and digit strings unless `digit_strings_are_epochs`
+    is False, as for database text columns; values above 10^11 are taken as milliseconds).
+    Raises nothing: an unreadable value gives None.
     """
     if value is None or value == "" or isinstance(value, bool):
         return None
-    if isinstance(value, str) and re.fullmatch(r"\d+(\.\d+)?", value.strip()):
+    if digit_strings_are_epochs and isinstance(value, str) and re.fullmatch(r"\d+(\.\d+)?", value.strip()):
         value = float(value)
     if isinstance(value, (int, float)):
         seconds = value / 1000 if value > 1e11 else value
@@ -168,6 +170,29 @@ class WatermarkSource:
 
     def next_cursor(self) -> dict:
         return self._marks.cursor()
+
+
+class ObjectTypesSource(WatermarkSource):
+    """Mixin for a BaseSource listing a SaaS API object type by object type (HubSpot, Stripe, Salesforce).
+
+    `OBJECT_TYPES` names the types the source knows, in order; `validate_config` checks the
+    config's `object_types` against it (chosen_object_types; ValueError otherwise).
+    `TOKEN_FIELD` names the credential holding a static API token sent as a bearer token
+    (a private app token, a secret key); without one, the default auth applies (OAuth).
+    """
+
+    OBJECT_TYPES: dict | tuple = ()
+    TOKEN_FIELD = ""
+
+    @classmethod
+    def validate_config(cls, config: dict, *, for_api: bool = False) -> dict:
+        out = super().validate_config(config, for_api=for_api)
+        out["object_types"] = chosen_object_types(out, cls.OBJECT_TYPES)
+        return out
+
+    def http_auth(self):
+        token = self.credentials.get(self.TOKEN_FIELD) if self.TOKEN_FIELD else None
+        return BearerAuth(token) if token else super().http_auth()
 
 
 class Roster:

@@ -29,7 +29,7 @@ from typing import Iterator
 from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField, FileEntity, SourceError, UnreadableEntity
 from connectors.http import HttpError
 from connectors.registry import source
-from connectors.sources._cloud_files import FileFetcher, extension_of, unsupported_reason
+from connectors.sources._cloud_files import FileFetcher, RestartListing, changes_or_listing
 from connectors.sources._saas import parse_time
 
 logger = logging.getLogger(__name__)
@@ -85,13 +85,15 @@ class BoxSource(BaseSource):
         root = self.config.get("folder_id", "0")
         position = cursor.get("stream_position") if cursor.get("folder_id", "0") == root else None
         self._full = not position
-        if position:
-            try:
-                yield from self._events(position)
-                return
-            except _Restart as why:
-                logger.info("box: %s; listing everything", why)
-                self._full, self._deleted = True, []
+
+        def reset():
+            self._full, self._deleted = True, []
+
+        yield from changes_or_listing(self._events(position) if position else None, lambda: self._listing(root),
+                                      reset=reset, source="box")
+
+    def _listing(self, root: str) -> Iterator[BaseEntity]:
+        """Every file below `root`, after taking the event stream's position (changes from then on)."""
         self._position = str(self.http.get_json("events", params={"stream_position": "now"})["next_stream_position"])
         yield from self._walk(root)
 
@@ -146,7 +148,7 @@ class BoxSource(BaseSource):
                 item = event.get("source") or {}
                 kind, event_type = item.get("type"), event.get("event_type") or ""
                 if kind == "folder" and event_type in FOLDER_EVENTS_THAT_MOVE_FILES:
-                    raise _Restart(f"folder {item.get('id')} changed ({event_type})")
+                    raise RestartListing(f"folder {item.get('id')} changed ({event_type})")
                 if kind == "file" and item.get("id"):
                     files[item["id"]] = event_type
             position = str(body.get("next_stream_position") or position)
@@ -192,11 +194,9 @@ class BoxSource(BaseSource):
     def _entity(self, item: dict, crumbs: list[Breadcrumb]) -> BaseEntity:
         name = item.get("name") or item["id"]
         size = int(item.get("size") or 0)
-        path, reason = None, unsupported_reason(name)
-        if reason is None:
-            path, reason = self._fetcher.fetch(f"files/{item['id']}/content", suffix=extension_of(name), size=size)
-        if reason:
-            return UnreadableEntity(entity_id=item["id"], name=name, reason=reason)
+        path = self._fetcher.fetch_named(item["id"], name, f"files/{item['id']}/content", size=size)
+        if isinstance(path, UnreadableEntity):
+            return path
         owner = (item.get("owned_by") or {}).get("login") or ""
         return BoxFileEntity(
             entity_id=item["id"], name=name, breadcrumbs=crumbs, created_at=parse_time(item.get("created_at")),
@@ -220,7 +220,3 @@ class BoxSource(BaseSource):
     def next_cursor(self) -> dict:
         position = getattr(self, "_position", None)
         return {"stream_position": position, "folder_id": self.config.get("folder_id", "0")} if position else {}
-
-
-class _Restart(Exception):
-    """The incremental run cannot go on: list everything instead."""

@@ -27,10 +27,8 @@ cheap; the content stays visible to the organization.
 """
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator
 from urllib.parse import urlsplit
@@ -40,13 +38,13 @@ from django.conf import settings
 from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField, SkipEntity, SourceError
 from connectors.converters import convert_bytes
 from connectors.http import HttpError
-from connectors.registry import source
-from connectors.sources._atlassian import AUTH_FIELDS, AtlassianMixin, site_field, validate_site
+from connectors.sources._atlassian import (
+    AtlassianCommentEntity, AtlassianMixin, atlassian_source, clean_keys, minutes_since, newer, validate_site,
+)
 from connectors.sources._saas import parse_time
 
 _SPACE_KEY = re.compile(r"^~?[A-Za-z0-9_-]{1,255}$")
 CONTENT_EXPAND = "body.storage,version,space,ancestors,history,container"
-MARGIN_MINUTES = 5
 
 
 def storage_to_text(xhtml: str) -> str:
@@ -90,33 +88,18 @@ class ConfluenceBlogPostEntity(ConfluencePageEntity):
 
 
 @dataclass
-class ConfluenceCommentEntity(BaseEntity):
+class ConfluenceCommentEntity(AtlassianCommentEntity):
     """A comment on a page or a blog post (footer or inline)."""
 
-    author: str = ""
-    body: str = ""
 
-    def textual_representation(self) -> str:
-        return f"Comment by {self.author}: {self.name}\n\n{self.body}".strip()
-
-
-@source(
+@atlassian_source(
     name="Confluence",
     short_name="confluence",
     description="Spaces, pages, blog posts and comments of a Confluence Cloud, Server or Data Center site.",
-    auth_methods=("direct", "oauth_browser", "oauth_token", "oauth_byoc"),
-    oauth_type="with_rotating_refresh",
-    auth_fields=AUTH_FIELDS,
-    config_fields=(
-        site_field("Confluence", "https://acme.atlassian.net"),
-        ConfigField("spaces", "Spaces", "array", "Keys of the spaces to index, e.g. ENG; empty for every space the "
-                    "account can read.", items_type="string", default=[]),
-        ConfigField("include_comments", "Include comments", "boolean", "Index the comments too.", default=True),
-    ),
+    scope_field=ConfigField("spaces", "Spaces", "array", "Keys of the spaces to index, e.g. ENG; empty for every "
+                            "space the account can read.", items_type="string", default=[]),
     labels=("Knowledge Base", "Documentation"),
     entity_types=(ConfluenceSpaceEntity, ConfluencePageEntity, ConfluenceBlogPostEntity, ConfluenceCommentEntity),
-    rate_limit_level="connection",
-    rate_limit="10/second",
 )
 class ConfluenceSource(AtlassianMixin, BaseSource):
     """Lists spaces, then pages, blog posts and comments by CQL; see the module docstring."""
@@ -130,12 +113,7 @@ class ConfluenceSource(AtlassianMixin, BaseSource):
         parts = urlsplit(out["site_url"])
         if (parts.hostname or "").endswith(".atlassian.net") and not parts.path.rstrip("/").endswith("/wiki"):
             out["site_url"] += "/wiki"  # Cloud serves Confluence under /wiki
-        spaces = [s.strip() for s in out.get("spaces") or []]
-        bad = [s for s in spaces if not _SPACE_KEY.match(s)]
-        if bad:
-            raise ValueError(f"config field 'spaces' needs space keys like ENG or ~ann; not: {', '.join(bad)}")
-        out["spaces"] = list(dict.fromkeys(spaces))
-        return out
+        return clean_keys(out, "spaces", _SPACE_KEY, "space keys like ENG or ~ann")
 
     def _root(self) -> str:
         """The base of `/rest/api/...` paths: the site (with its context path) or the OAuth gateway + /wiki."""
@@ -168,8 +146,7 @@ class ConfluenceSource(AtlassianMixin, BaseSource):
         scope = self._scope(spaces)
         cql = scope
         if self._since:
-            minutes = math.ceil((datetime.now(timezone.utc) - parse_time(self._since)).total_seconds() / 60)
-            cql += f' AND lastmodified >= now("-{max(minutes, 0) + MARGIN_MINUTES}m")'
+            cql += f' AND lastmodified >= now("-{minutes_since(self._since)}m")'
         params = {"cql": cql + " ORDER BY created ASC", "limit": self.page_size, "expand": CONTENT_EXPAND}
         listed = []
         for content in self._pages(f"{root}/rest/api/content/search", params):
@@ -229,8 +206,7 @@ class ConfluenceSource(AtlassianMixin, BaseSource):
         version = content.get("version") or {}
         history = content.get("history") or {}
         modified = version.get("when")
-        if modified and (self._newest is None or parse_time(modified) > parse_time(self._newest)):
-            self._newest = parse_time(modified).isoformat()
+        self._newest = newer(self._newest, modified)
         crumbs = [Breadcrumb(f"space:{space.get('key', '')}", space.get("name") or space.get("key", ""),
                              "ConfluenceSpaceEntity")]
         crumbs += [Breadcrumb(str(a["id"]), a.get("title", ""), _entity_type(a.get("type")))

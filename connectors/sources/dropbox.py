@@ -22,7 +22,6 @@ entries carry; a rename or move is a deletion plus a new file). Cursor:
 from __future__ import annotations
 
 import json
-import logging
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Iterator
@@ -31,10 +30,9 @@ from urllib.parse import quote
 from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField, FileEntity, SourceError, UnreadableEntity
 from connectors.http import HttpError
 from connectors.registry import source
-from connectors.sources._cloud_files import FileFetcher, extension_of, unsupported_reason
+from connectors.sources._cloud_files import FileFetcher, RestartListing, changes_or_listing, extension_of
 from connectors.sources._saas import parse_time
 
-logger = logging.getLogger(__name__)
 CONTENT_URL = "https://content.dropboxapi.com/2/files/download"
 
 
@@ -85,13 +83,17 @@ class DropboxSource(BaseSource):
         saved = cursor.get("cursor") if cursor.get("path", "") == path else None
         self._folders: set[str] = set(cursor.get("folders") or []) if saved else set()
         self._full = not saved
-        if saved:
-            try:
-                yield from self._pages(self._continue(saved), incremental=True)
-                return
-            except _Restart as why:
-                logger.info("dropbox: %s; listing everything", why)
-                self._full, self._deleted, self._folders = True, [], set()
+
+        def reset():
+            self._full, self._deleted, self._folders = True, [], set()
+
+        yield from changes_or_listing(self._changes(saved) if saved else None, lambda: self._listing(path),
+                                      reset=reset, source="dropbox")
+
+    def _changes(self, saved: str) -> Iterator[BaseEntity]:
+        yield from self._pages(self._continue(saved), incremental=True)
+
+    def _listing(self, path: str) -> Iterator[BaseEntity]:
         first = self._rpc("files/list_folder", {"path": path, "recursive": True, "include_deleted": False,
                                                 "include_non_downloadable_files": True, "limit": 2000})
         yield from self._pages(first, incremental=False)
@@ -103,7 +105,7 @@ class DropboxSource(BaseSource):
             if exc.status == 409:
                 summary = _error_summary(exc)
                 if summary.startswith("reset"):
-                    raise _Restart("the saved cursor was reset by Dropbox") from None
+                    raise RestartListing("the saved cursor was reset by Dropbox") from None
                 if "not_found" in summary:
                     raise SourceError(f"Dropbox folder '{body.get('path')}' does not exist", "config_error") from None
             raise
@@ -133,21 +135,20 @@ class DropboxSource(BaseSource):
 
     def _deleted_entry(self, path_lower: str) -> None:
         if path_lower in self._folders:
-            raise _Restart(f"the folder {path_lower} was deleted or moved")
+            raise RestartListing(f"the folder {path_lower} was deleted or moved")
         self._deleted.append(path_lower)
 
     def _entity(self, entry: dict) -> BaseEntity:
         name = entry["name"]
         display = entry.get("path_display") or entry["path_lower"]
         size = int(entry.get("size") or 0)
-        path, reason = None, unsupported_reason(name)
-        if reason is None and entry.get("is_downloadable") is False:
-            reason = "unsupported file type: export-only (not downloadable)"
-        if reason is None:
-            path, reason = self._fetcher.fetch(CONTENT_URL, suffix=extension_of(name), size=size, headers={
-                "Dropbox-API-Arg": json.dumps({"path": entry.get("id") or entry["path_lower"]})})
-        if reason:
-            return UnreadableEntity(entity_id=entry["path_lower"], name=name, reason=reason)
+        export_only = entry.get("is_downloadable") is False
+        path = self._fetcher.fetch_named(
+            entry["path_lower"], name, CONTENT_URL, size=size,
+            reason="unsupported file type: export-only (not downloadable)" if export_only else None,
+            headers={"Dropbox-API-Arg": json.dumps({"path": entry.get("id") or entry["path_lower"]})})
+        if isinstance(path, UnreadableEntity):
+            return path
         parent = str(PurePosixPath(display).parent)
         return DropboxFileEntity(
             entity_id=entry["path_lower"], name=name, breadcrumbs=_breadcrumbs(display),
@@ -170,10 +171,6 @@ class DropboxSource(BaseSource):
         if not getattr(self, "_cursor", None):
             return {}
         return {"cursor": self._cursor, "path": self.config.get("path", ""), "folders": sorted(self._folders)}
-
-
-class _Restart(Exception):
-    """The incremental run cannot go on: list everything instead."""
 
 
 def _error_summary(exc: HttpError) -> str:

@@ -26,11 +26,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator
 
-from connectors.auth.tokens import BearerAuth
 from connectors.base import AuthFailure, BaseEntity, BaseSource, Breadcrumb, ConfigField
 from connectors.http import HttpError
 from connectors.registry import source
-from connectors.sources._saas import Watermarks, WatermarkSource, chosen_object_types, compact, html_text, items, parse_time
+from connectors.sources._saas import ObjectTypesSource, Watermarks, compact, html_text, items, parse_time
 
 SEARCH_WINDOW = 10_000  # the search API answers at most this many results per query
 PAGE = 100
@@ -158,18 +157,11 @@ _SINGULAR = {"contacts": "contact", "companies": "company", "deals": "deal", "ti
     rate_limit="100/10seconds",
     base_url="https://api.hubapi.com",
 )
-class HubSpotSource(WatermarkSource, BaseSource):
+class HubSpotSource(ObjectTypesSource, BaseSource):
     """Lists HubSpot CRM objects; see the module docstring."""
 
-    @classmethod
-    def validate_config(cls, config: dict, *, for_api: bool = False) -> dict:
-        out = super().validate_config(config, for_api=for_api)
-        out["object_types"] = chosen_object_types(out, OBJECT_TYPES)
-        return out
-
-    def http_auth(self):
-        token = self.credentials.get("private_app_token")
-        return BearerAuth(token) if token else super().http_auth()
+    OBJECT_TYPES = OBJECT_TYPES
+    TOKEN_FIELD = "private_app_token"
 
     def generate_entities(self, cursor: dict) -> Iterator[BaseEntity]:
         self._marks = Watermarks(cursor)

@@ -26,23 +26,21 @@ last run; comments removed from a changed issue are reported too. Cursor:
 """
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Iterator
 from urllib.parse import urlsplit
 
 from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField, SourceError
 from connectors.http import HttpError, cursor_pages
-from connectors.registry import source
-from connectors.sources._atlassian import AUTH_FIELDS, AtlassianMixin, site_field, validate_site
+from connectors.sources._atlassian import (
+    AtlassianCommentEntity, AtlassianMixin, atlassian_source, clean_keys, minutes_since, newer, validate_site,
+)
 from connectors.sources._saas import parse_time
 
 _PROJECT_KEY = re.compile(r"^[A-Z][A-Z0-9_]{0,254}$")
 ISSUE_FIELDS = ("summary", "description", "status", "priority", "issuetype", "project", "assignee", "reporter",
                 "labels", "components", "created", "updated", "resolution", "parent", "comment")
-MARGIN_MINUTES = 5
 
 
 def _name(user: dict | None) -> str:
@@ -77,34 +75,23 @@ class JiraIssueEntity(BaseEntity):
 
 
 @dataclass
-class JiraCommentEntity(BaseEntity):
+class JiraCommentEntity(AtlassianCommentEntity):
     """A comment on an issue."""
 
     issue_key: str = ""
-    author: str = ""
-    body: str = ""
 
-    def textual_representation(self) -> str:
-        return f"Comment by {self.author} on {self.issue_key}: {self.name}\n\n{self.body}".strip()
+    def commented_on(self) -> str:
+        return self.issue_key
 
 
-@source(
+@atlassian_source(
     name="Jira",
     short_name="jira",
     description="Issues of a Jira Cloud, Server or Data Center site, with their comments.",
-    auth_methods=("direct", "oauth_browser", "oauth_token", "oauth_byoc"),
-    oauth_type="with_rotating_refresh",
-    auth_fields=AUTH_FIELDS,
-    config_fields=(
-        site_field("Jira", "https://acme.atlassian.net"),
-        ConfigField("projects", "Projects", "array", "Keys of the projects to index, e.g. ENG; empty for every "
-                    "project the account can browse.", items_type="string", default=[]),
-        ConfigField("include_comments", "Include comments", "boolean", "Index the comments too.", default=True),
-    ),
+    scope_field=ConfigField("projects", "Projects", "array", "Keys of the projects to index, e.g. ENG; empty for "
+                            "every project the account can browse.", items_type="string", default=[]),
     labels=("Ticketing", "Project Management"),
     entity_types=(JiraIssueEntity, JiraCommentEntity),
-    rate_limit_level="connection",
-    rate_limit="10/second",
 )
 class JiraSource(AtlassianMixin, BaseSource):
     """Lists issues and comments by JQL; see the module docstring."""
@@ -115,12 +102,8 @@ class JiraSource(AtlassianMixin, BaseSource):
     @classmethod
     def validate_config(cls, config: dict, *, for_api: bool = False) -> dict:
         out = validate_site(super().validate_config(config, for_api=for_api))
-        projects = [p.strip().upper() for p in out.get("projects") or []]
-        bad = [p for p in projects if not _PROJECT_KEY.match(p)]
-        if bad:
-            raise ValueError(f"config field 'projects' needs project keys like ENG or OPS_2; not: {', '.join(bad)}")
-        out["projects"] = list(dict.fromkeys(projects))
-        return out
+        out["projects"] = [p.upper() for p in out.get("projects") or []]
+        return clean_keys(out, "projects", _PROJECT_KEY, "project keys like ENG or OPS_2")
 
     @property
     def is_cloud(self) -> bool:
@@ -141,8 +124,7 @@ class JiraSource(AtlassianMixin, BaseSource):
             clauses.append(f"project in ({', '.join(self.config['projects'])})")
         scope = " AND ".join(clauses)
         if self._since:
-            minutes = math.ceil((datetime.now(timezone.utc) - parse_time(self._since)).total_seconds() / 60)
-            changed = f'updated >= "-{max(minutes, 0) + MARGIN_MINUTES}m"'
+            changed = f'updated >= "-{minutes_since(self._since)}m"'
             jql = f"{scope} AND {changed}" if scope else changed
         else:
             jql = scope
@@ -187,8 +169,7 @@ class JiraSource(AtlassianMixin, BaseSource):
         site = self.config["site_url"]
         key, summary = issue["key"], fields.get("summary") or ""
         updated = fields.get("updated")
-        if updated and (self._newest is None or parse_time(updated) > parse_time(self._newest)):
-            self._newest = parse_time(updated).isoformat()
+        self._newest = newer(self._newest, updated)
         project_crumb = Breadcrumb(project.get("id") or project.get("key", ""), project.get("name") or
                                    project.get("key", ""), "JiraProject")
         labels = list(fields.get("labels") or [])

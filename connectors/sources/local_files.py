@@ -7,8 +7,8 @@ depth; a folder that matches matches everything below it). Hidden files and fold
 (`~$x.docx`) are always skipped; over the API a `path` that is or goes through a hidden or
 credential file or folder (`~/.ssh`, `~/.config/gh`, `.env`) is refused.
 
-Entities (DESIGN §1): `entity_id` = POSIX path relative to the root; `name` = front-matter
-title, else the file name; one Breadcrumb per folder; `web_url` = file:// URI; front-matter
+Entities (docs/architecture.md, Conventions): `entity_id` = POSIX path relative to the root;
+`name` = front-matter title, else the file name; one Breadcrumb per folder; `web_url` = file:// URI; front-matter
 fields plus `path`, `extension`, `size_bytes` in `raw_source_fields`. The files are converted
 later, by the sync pipeline, with `connectors.converters.convert_file`, which decides what is
 too large or unreadable and raises SkipEntity with the reason.
@@ -237,7 +237,7 @@ def allowed_roots() -> list[Path]:
     """The resolved folders API callers may index: settings.AIRWEAVE_LOCAL_ROOTS.
 
     Without configured Django settings: the AIRWEAVE_LOCAL_ROOTS environment variable
-    (os.pathsep-separated), else the user's home and the project folder (DESIGN §1).
+    (os.pathsep-separated), else the user's home and the project folder (docs/architecture.md, Conventions).
     """
     roots = _setting("AIRWEAVE_LOCAL_ROOTS", None)
     if roots is None:

@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField, SourceError
 from connectors.http import HttpError
 from connectors.registry import source
-from connectors.sources._saas import Watermarks, WatermarkSource, chosen_object_types, compact, items, parse_time
+from connectors.sources._saas import ObjectTypesSource, Watermarks, compact, items, parse_time
 
 API_VERSION = "v60.0"
 DELETED_LOG_DAYS = 29  # Salesforce keeps deleted-record ids 30 days; one day of margin
@@ -135,13 +135,14 @@ def _soql_time(value: datetime) -> str:
     rate_limit_level="connection",
     rate_limit="20/second",
 )
-class SalesforceSource(WatermarkSource, BaseSource):
+class SalesforceSource(ObjectTypesSource, BaseSource):
     """Lists Salesforce records with SOQL; see the module docstring."""
+
+    OBJECT_TYPES = OBJECT_TYPES
 
     @classmethod
     def validate_config(cls, config: dict, *, for_api: bool = False) -> dict:
         out = super().validate_config(config, for_api=for_api)
-        out["object_types"] = chosen_object_types(out, OBJECT_TYPES)
         if out.get("instance_url"):
             parts = urlsplit(out["instance_url"].strip())
             if parts.scheme != "https" or not parts.hostname or parts.path not in ("", "/"):

@@ -39,6 +39,7 @@ from connectors.http.ssrf import check_host, private_hosts_allowed, resolve_allo
 from connectors.converters._common import json_safe
 from connectors.registry import source
 from connectors.sources._export_files import validate_local_path
+from connectors.sources._saas import parse_time
 
 logger = logging.getLogger(__name__)
 
@@ -273,10 +274,7 @@ def _as_datetime(value) -> dt.datetime | None:
     if isinstance(value, dt.date):
         return dt.datetime(value.year, value.month, value.day, tzinfo=dt.timezone.utc)
     if isinstance(value, str):
-        try:
-            return _as_datetime(dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00")))
-        except ValueError:
-            return None
+        return parse_time(value, digit_strings_are_epochs=False)
     if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
         try:
             return dt.datetime.fromtimestamp(value, tz=dt.timezone.utc)

@@ -24,10 +24,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from connectors.auth.tokens import BearerAuth
 from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField
 from connectors.registry import source
-from connectors.sources._saas import Watermarks, WatermarkSource, chosen_object_types, compact, items, parse_time
+from connectors.sources._saas import ObjectTypesSource, Watermarks, compact, items, parse_time
 
 PAGE = 100
 EVENT_DAYS = 29  # Stripe keeps events 30 days; one day of margin
@@ -117,17 +116,11 @@ DELETION_EVENTS = frozenset({"customer.deleted", "product.deleted", "invoice.del
     rate_limit="25/second",
     base_url="https://api.stripe.com",
 )
-class StripeSource(WatermarkSource, BaseSource):
+class StripeSource(ObjectTypesSource, BaseSource):
     """Lists Stripe objects, then follows the events; see the module docstring."""
 
-    @classmethod
-    def validate_config(cls, config: dict, *, for_api: bool = False) -> dict:
-        out = super().validate_config(config, for_api=for_api)
-        out["object_types"] = chosen_object_types(out, OBJECT_TYPES)
-        return out
-
-    def http_auth(self):
-        return BearerAuth(self.credentials.get("api_key", ""))
+    OBJECT_TYPES = OBJECT_TYPES
+    TOKEN_FIELD = "api_key"
 
     def http_headers(self) -> dict:
         return {"Stripe-Version": "2024-06-20"}

@@ -1,4 +1,5 @@
-"""The SyncJob state machine (DESIGN §3): pending → running → completed | failed | cancelling → cancelled.
+"""The SyncJob state machine (docs/architecture.md, The sync data flow):
+pending → running → completed | failed | cancelling → cancelled.
 
 Each transition is one conditional UPDATE, so it is idempotent and safe against races (a
 second call, or a call from a state that does not allow it, changes nothing and returns False).

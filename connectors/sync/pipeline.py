@@ -1,4 +1,4 @@
-"""The sync pipeline (DESIGN §3).
+"""The sync pipeline (docs/architecture.md, The sync data flow).
 
 source.generate_entities(cursor) → dedupe within the job → content hash → insert / update /
 keep / delete → files converted to text → chunked → embedded in batches → written.

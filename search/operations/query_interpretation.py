@@ -1,32 +1,23 @@
 """QueryInterpretation: a language model turns the query into filters over the collection's real values.
 
 Applied only when the model's confidence reaches `min_confidence` (default 0.7); otherwise an
-`interpretation_skipped` event gives the reason and the confidence.
+`interpretation_skipped` event gives the reason and the confidence. The prompt, the schema of the
+filters and the check of the reply are shared with SearchPlan (search/filter_values.py).
 """
 from __future__ import annotations
 
-from django.db import connection
-from django.db.models import Count
-
-from airweave.collections.access import visible_q
-from airweave.collections.models import Chunk, Entity
 from airweave.providers.errors import NoProviderAvailable
+from search.filter_values import collection_values, filter_items_schema, listed_conditions, values_prompt
 from search.filters import FilterError, parse_filter_groups
 from search.operations.base import Context, OperationSkipped, SearchOperation
 from search.state import SearchState
 
-FIELDS = ("airweave_system_metadata.source_name", "airweave_system_metadata.entity_type", "breadcrumbs.name")
 SYSTEM = ("You turn a search query into metadata filters when, and only when, the query clearly asks for a "
           "subset (a source, a type of item, a folder, a date range). Use only the fields and values listed. "
           "Give a confidence between 0 and 1 that the filters capture what the user meant.")
 SCHEMA = {
     "type": "object", "additionalProperties": False, "required": ["filters", "confidence"],
-    "properties": {
-        "confidence": {"type": "number"},
-        "filters": {"type": "array", "items": {
-            "type": "object", "additionalProperties": False, "required": ["field", "operator", "value"],
-            "properties": {"field": {"type": "string"}, "operator": {"type": "string"}, "value": {"type": "string"}}}},
-    },
+    "properties": {"confidence": {"type": "number"}, "filters": filter_items_schema(with_operator=True)},
 }
 
 
@@ -36,11 +27,10 @@ class QueryInterpretation(SearchOperation):
 
     def execute(self, state: SearchState, ctx: Context) -> None:
         values = collection_values(state.collection_id, state.principals)
-        described = describe_values(values)
         try:
             reply, provider = ctx.chains["query_interpretation"].call(lambda model, spec: model.complete_json(
-                system=SYSTEM, user=f"Fields and their values:\n{described}\n\nQuery: {state.query}",
-                schema=SCHEMA, name="query_interpretation"))
+                system=SYSTEM, user=values_prompt(values, "Query", state.query), schema=SCHEMA,
+                name="query_interpretation"))
         except NoProviderAvailable as exc:
             ctx.emit("interpretation_skipped", op=self.name, reason=f"no language model available: {exc}")
             raise OperationSkipped("no language model available") from None
@@ -48,8 +38,7 @@ class QueryInterpretation(SearchOperation):
         confidence = float(reply.get("confidence") or 0)
         state.interpretation_confidence = confidence
         minimum = float(self.options.get("min_confidence", 0.7))
-        conditions = [f for f in reply.get("filters", []) if f.get("field") in values
-                      and f.get("value") in values[f["field"]]]
+        conditions = listed_conditions(reply.get("filters", []), values)
         if not conditions:
             ctx.emit("interpretation_skipped", op=self.name, reason="no filter fits the query", confidence=confidence)
             raise OperationSkipped("no filter fits the query")
@@ -58,46 +47,8 @@ class QueryInterpretation(SearchOperation):
                      confidence=confidence)
             raise OperationSkipped(f"confidence {confidence:.2f} below {minimum}")
         try:
-            state.interpreted_filter = parse_filter_groups(
-                [{"conditions": [{"field": f["field"], "operator": "equals", "value": f["value"]} for f in conditions]}])
+            state.interpreted_filter = parse_filter_groups([{"conditions": conditions}])
         except FilterError as exc:
             ctx.emit("interpretation_skipped", op=self.name, reason=str(exc), confidence=confidence)
             raise OperationSkipped("the model's filter was invalid") from None
         ctx.emit("interpretation_done", op=self.name, filter=conditions, confidence=confidence)
-
-
-def describe_values(values: dict[str, list[str]]) -> str:
-    """The fields and values a language model may filter on, one line per field."""
-    return "\n".join(f"- {field}: {', '.join(vals) or '(none)'}" for field, vals in values.items())
-
-
-def collection_values(collection_id, principals: list[str] | None, per_field: int = 30) -> dict[str, list[str]]:
-    """The most common values of the interpretable fields among the chunks the caller may see.
-
-    One query per field. The values reach a language model and, as chosen filters, the caller's
-    events: values of chunks hidden from the caller must not. A filter the model picks is kept
-    only when its value is listed here, so the list holds the most common values, not the first
-    ones alphabetically (which would make every later folder impossible to filter on).
-    """
-    chunks = Chunk.objects.filter(visible_q(principals), collection_id=collection_id)
-    by_type = chunks.values("entity_type").annotate(n=Count("id")).order_by("-n")[:per_field]
-    by_source = chunks.values("source_name").annotate(n=Count("id")).order_by("-n")[:per_field]
-    return {
-        "airweave_system_metadata.source_name": [r["source_name"] for r in by_source],
-        "airweave_system_metadata.entity_type": [r["entity_type"] for r in by_type],
-        "breadcrumbs.name": _breadcrumb_names(collection_id, principals, per_field),
-    }
-
-
-def _breadcrumb_names(collection_id, principals: list[str] | None, limit: int) -> list[str]:
-    """Breadcrumb names by the number of visible entities under them, most first (ties by name)."""
-    entities = Entity.objects.filter(visible_q(principals), collection_id=collection_id).values("breadcrumbs")
-    sql, params = entities.query.sql_with_params()
-    with connection.cursor() as cur:
-        cur.execute(f"""
-            SELECT b->>'name' AS name, count(*) AS n
-            FROM ({sql}) e CROSS JOIN LATERAL jsonb_array_elements(
-                CASE WHEN jsonb_typeof(e.breadcrumbs) = 'array' THEN e.breadcrumbs ELSE '[]'::jsonb END) AS b
-            WHERE coalesce(b->>'name', '') <> ''
-            GROUP BY 1 ORDER BY n DESC, name LIMIT %s""", [*params, limit])
-        return [row[0] for row in cur.fetchall()]

@@ -1,11 +1,12 @@
 """SearchPlan (classic tier): a language model plans the search — primary query, variations,
-retrieval strategy and filters over the collection's real values — before retrieval."""
+retrieval strategy and filters over the collection's real values — before retrieval. Its prompt, filter
+schema and reply check are QueryInterpretation's (search/filter_values.py)."""
 from __future__ import annotations
 
 from airweave.providers.errors import NoProviderAvailable
 from search.filters import FilterError, parse_filter_groups
 from search.operations.base import Context, OperationSkipped, SearchOperation
-from search.operations.query_interpretation import collection_values, describe_values
+from search.filter_values import collection_values, filter_items_schema, listed_conditions, values_prompt
 from search.state import SearchState
 
 SYSTEM = ("You plan searches over a document collection. Rewrite the user's question as the best primary "
@@ -19,9 +20,7 @@ SCHEMA = {
         "primary_query": {"type": "string"},
         "variations": {"type": "array", "items": {"type": "string"}},
         "retrieval_strategy": {"type": "string", "enum": ["hybrid", "semantic", "keyword"]},
-        "filters": {"type": "array", "items": {
-            "type": "object", "additionalProperties": False, "required": ["field", "value"],
-            "properties": {"field": {"type": "string"}, "value": {"type": "string"}}}},
+        "filters": filter_items_schema(with_operator=False),
         "confidence": {"type": "number"},
     },
 }
@@ -33,11 +32,10 @@ class SearchPlan(SearchOperation):
 
     def execute(self, state: SearchState, ctx: Context) -> None:
         values = collection_values(state.collection_id, state.principals)
-        described = describe_values(values)
         try:
             plan, provider = ctx.chains["search_plan"].call(lambda model, spec: model.complete_json(
-                system=SYSTEM, user=f"Fields and their values:\n{described}\n\nQuestion: {state.query}",
-                schema=SCHEMA, name="search_plan"))
+                system=SYSTEM, user=values_prompt(values, "Question", state.query), schema=SCHEMA,
+                name="search_plan"))
         except NoProviderAvailable as exc:
             raise OperationSkipped(f"no language model available: {exc}") from None
         state.provider_used[self.name] = provider
@@ -51,8 +49,7 @@ class SearchPlan(SearchOperation):
         if plan.get("retrieval_strategy") in ("hybrid", "semantic", "keyword"):
             state.retrieval_strategy = plan["retrieval_strategy"]
         confidence = float(plan.get("confidence") or 0)
-        conditions = [{"field": f["field"], "operator": "equals", "value": f["value"]} for f in plan.get("filters", [])
-                      if f.get("field") in values and f.get("value") in values[f["field"]]]
+        conditions = listed_conditions(plan.get("filters", []), values)
         if conditions and confidence >= float(self.options.get("min_confidence", 0.7)):
             try:
                 state.interpreted_filter = parse_filter_groups([{"conditions": conditions}])

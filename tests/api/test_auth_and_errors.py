@@ -1,4 +1,4 @@
-"""Authentication (X-API-Key, Authorization: Bearer) and the error shapes of API.md."""
+"""Authentication (X-API-Key, Authorization: Bearer) and the error shapes of docs/api.md."""
 from __future__ import annotations
 
 from datetime import timedelta

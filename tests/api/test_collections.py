@@ -1,4 +1,4 @@
-"""REST /collections: create, list, count, get, patch, delete — shapes and errors of API.md."""
+"""REST /collections: create, list, count, get, patch, delete — shapes and errors of docs/api.md."""
 from __future__ import annotations
 
 import re
@@ -51,7 +51,7 @@ def test_create_with_readable_id_returns_the_full_collection(client, org):
     assert body["source_connection_summaries"] == []
     assert body["sync_config"] is None
     for ts in ("created_at", "modified_at"):
-        assert datetime.fromisoformat(body[ts].replace("Z", "+00:00")).tzinfo is not None
+        assert datetime.fromisoformat(body[ts]).tzinfo is not None
 
 
 def test_create_without_readable_id_generates_slug_plus_suffix(client):
@@ -180,7 +180,7 @@ def test_deleting_a_collection_deletes_its_connections(client, local_root, write
     assert client.get(f"/source-connections/{conn['id']}").status_code == 404
 
 
-# --- bad input must never answer 500 (API.md: "5xx only for real faults ... never for bad input") ---
+# --- bad input must never answer 500 (docs/api.md: "5xx only for real faults ... never for bad input") ---
 
 def test_huge_skip_is_not_a_server_error(client):
     r = client.get("/collections", {"skip": 10**20})

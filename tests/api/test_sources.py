@@ -1,4 +1,4 @@
-"""REST /sources: the catalog of sources (API.md Source and ConfigField shapes)."""
+"""REST /sources: the catalog of sources (docs/api.md Source and ConfigField shapes)."""
 from __future__ import annotations
 
 SOURCE_FIELDS = {

@@ -60,7 +60,7 @@ def run(connection, force_full_sync=False):
 
 
 def connect(collection, config=None, authentication=None):
-    """A connection with an injected user token (default) or `authentication` as API.md shapes it."""
+    """A connection with an injected user token (default) or `authentication` as docs/api.md shapes it."""
     return source_connection_create(collection=collection, short_name="zoom",
                                     config={"history_days": 20, **(config or {})},
                                     authentication=authentication or {"access_token": "eyJzdiI6IjAwMDAwMSIsImFsZyI6IkhTNTEyIn0"},
@@ -106,7 +106,7 @@ def first_round(rsps, *, throttle=False):
 
 PRICING = fixture("recordings_page_1.json")["meetings"][0]
 TRANSCRIPT_ID = f"{PRICING['uuid']}/b2c8a4e1-7f0d-4b52-9a3e-2c1f6d8e9a70"
-DESIGN = fixture("recordings_page_2.json")["meetings"][0]
+REVIEW_MEETING = fixture("recordings_page_2.json")["meetings"][0]
 
 
 def test_vtt_cues_become_text():
@@ -157,7 +157,7 @@ def test_next_run_rereads_the_window_and_deletes_what_is_gone(rsps, make_collect
     job = run(connection)
     assert (job.status, job.entities_kept, job.entities_deleted) == ("completed", 3, 2), job.error
     ids = set(Entity.objects.filter(source_connection=connection).values_list("entity_id", flat=True))
-    assert f"meeting:{DESIGN['uuid']}" not in ids and not any(i.startswith(DESIGN["uuid"]) for i in ids)
+    assert f"meeting:{REVIEW_MEETING['uuid']}" not in ids and not any(i.startswith(REVIEW_MEETING["uuid"]) for i in ids)
     assert not any("/rec/download/" in c.request.url for c in rsps.calls)  # unchanged files not downloaded
 
 

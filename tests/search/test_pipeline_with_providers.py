@@ -3,7 +3,7 @@
 A small folder is synced (real local embeddings), then `search_pipeline` runs with server A as
 OpenAI (expansion, interpretation, answer), server B as Groq (the next provider in those chains)
 and server C as Cohere (rerank). The tests check what each operation did with the vendor's reply,
-which provider answered (`state.provider_used`), the events of API.md, and the keyless mode:
+which provider answered (`state.provider_used`), the events of docs/api.md, and the keyless mode:
 local embeddings, skipped language-model operations (each with its reason) and an extractive,
 cited answer.
 """

@@ -19,7 +19,7 @@ from connectors.sync.services import sync_job_cancel, sync_job_run, sync_job_sta
 
 S = SyncJob.Status
 STATES = [S.PENDING, S.RUNNING, S.COMPLETED, S.FAILED, S.CANCELLING, S.CANCELLED]
-# DESIGN §3: pending → running → completed | failed | cancelling → cancelled. A job may also
+# docs/architecture.md, The sync data flow: pending → running → completed | failed | cancelling → cancelled. A job may also
 # fail before it starts (pending → failed) or while it is being cancelled (cancelling → failed),
 # and a pending job may be asked to cancel.
 ALLOWED = {

@@ -5,9 +5,10 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from airweave.api.serializers import PushRequestSerializer, SourceConnectionJobSerializer, job_payload
+from airweave.api.serializers import PushRequestSerializer, SourceConnectionJobSerializer
 from airweave.api.views.collections import _user
 from airweave.collections import selectors
+from connectors.selectors import sync_job_detail
 from connectors.sync.push import PushDocument, documents_push
 
 
@@ -30,4 +31,4 @@ class DocumentPushView(APIView):
         ]
         job = documents_push(collection=collection, documents=documents, delete_ids=v["delete_ids"],
                              created_by=_user(request))
-        return Response(SourceConnectionJobSerializer(job_payload(job)).data)
+        return Response(SourceConnectionJobSerializer(sync_job_detail(job)).data)

@@ -14,14 +14,13 @@ from airweave.api.serializers import (
     SourceConnectionCreateSerializer, SourceConnectionJobSerializer, SourceConnectionListItemSerializer,
     SourceConnectionSerializer,
     SourceConnectionUpdateSerializer,
-    job_payload, source_connection_list_item, source_connection_payload,
 )
 from airweave.api.views.collections import _user
 from airweave.api.views.params import bool_param, int_param, str_param
 from airweave.api.permissions import request_principals
 from airweave.collections import selectors
-from connectors import services
-from connectors import authorization
+from connectors import authorization, services
+from connectors import selectors as connection_selectors
 from connectors.sync.services import sync_job_cancel, sync_job_start
 
 
@@ -32,10 +31,8 @@ class Conflict(APIException):
 
 
 def _detail(connection, request):
-    payload = source_connection_payload(connection, selectors.sync_job_list(source_connection=connection, limit=1),
-                                        principals=request_principals(request),
-                                        run_counts=selectors.sync_job_run_counts(source_connection=connection))
-    return SourceConnectionSerializer(payload).data
+    return SourceConnectionSerializer(connection_selectors.source_connection_detail(
+        connection=connection, principals=request_principals(request))).data
 
 
 class SourceConnectionListView(APIView):
@@ -43,13 +40,12 @@ class SourceConnectionListView(APIView):
                    parameters=[OpenApiParameter("collection", str), OpenApiParameter("skip", int),
                                OpenApiParameter("limit", int)], responses=SourceConnectionListItemSerializer(many=True))
     def get(self, request):
-        connections = selectors.source_connection_list(
+        items = connection_selectors.source_connection_list_items(
             organization=request.organization, collection_readable_id=str_param(request, "collection") or None,
             skip=int_param(request, "skip", 0, minimum=0), limit=int_param(request, "limit", 100, minimum=1, maximum=1000),
             principals=request_principals(request),
         )
-        return Response(SourceConnectionListItemSerializer([source_connection_list_item(c) for c in connections],
-                                                           many=True).data)
+        return Response(SourceConnectionListItemSerializer(items, many=True).data)
 
     @extend_schema(request=SourceConnectionCreateSerializer, responses={201: SourceConnectionSerializer})
     def post(self, request):
@@ -78,13 +74,12 @@ class CollectionSourceConnectionListView(APIView):
                    responses=SourceConnectionListItemSerializer(many=True))
     def get(self, request, readable_id):
         collection = selectors.collection_get(organization=request.organization, readable_id=readable_id)
-        connections = selectors.source_connection_list(
+        items = connection_selectors.source_connection_list_items(
             organization=request.organization, collection_readable_id=collection.readable_id,
             skip=int_param(request, "skip", 0, minimum=0), limit=int_param(request, "limit", 100, minimum=1, maximum=1000),
             principals=request_principals(request),
         )
-        return Response(SourceConnectionListItemSerializer([source_connection_list_item(c) for c in connections],
-                                                           many=True).data)
+        return Response(SourceConnectionListItemSerializer(items, many=True).data)
 
 
 class SourceConnectionDetailView(APIView):
@@ -142,7 +137,7 @@ class SourceConnectionRunView(APIView):
         body = request.data if isinstance(request.data, dict) else {}  # the CLI sends {"force_full_sync": true}
         force = bool_param(request, "force_full_sync") or body.get("force_full_sync") is True
         job = sync_job_start(source_connection=connection, force_full_sync=force)
-        return Response(SourceConnectionJobSerializer(job_payload(job)).data)
+        return Response(SourceConnectionJobSerializer(connection_selectors.sync_job_detail(job)).data)
 
 
 class SourceConnectionJobsView(APIView):
@@ -150,7 +145,7 @@ class SourceConnectionJobsView(APIView):
     def get(self, request, id):
         connection = selectors.source_connection_get(organization=request.organization, id=id)
         jobs = selectors.sync_job_list(source_connection=connection, limit=int_param(request, "limit", 100, minimum=1, maximum=1000))
-        return Response(SourceConnectionJobSerializer([job_payload(j) for j in jobs], many=True).data)
+        return Response(SourceConnectionJobSerializer([connection_selectors.sync_job_detail(j) for j in jobs], many=True).data)
 
 
 class SourceConnectionJobCancelView(APIView):
@@ -158,7 +153,7 @@ class SourceConnectionJobCancelView(APIView):
     def post(self, request, id, job_id):
         connection = selectors.source_connection_get(organization=request.organization, id=id)
         job = selectors.sync_job_get(organization=request.organization, id=job_id, source_connection=connection)
-        return Response(SourceConnectionJobSerializer(job_payload(sync_job_cancel(job=job))).data)
+        return Response(SourceConnectionJobSerializer(connection_selectors.sync_job_detail(sync_job_cancel(job=job))).data)
 
 
 class SourceConnectionAuthorizeView(APIView):

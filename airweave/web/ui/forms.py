@@ -151,7 +151,7 @@ class SourceConnectionForm(forms.Form):
         return data
 
     def authentication(self, redirect_uri: str) -> dict:
-        """API.md's `authentication` object for the chosen method."""
+        """docs/api.md's `authentication` object for the chosen method."""
         method = self.cleaned_data["auth_method"]
         if method == "direct":
             return {"credentials": {d.name: self.cleaned_data.get(f"cred_{d.name}")

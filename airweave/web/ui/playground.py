@@ -1,8 +1,8 @@
 """The search playground's request: parsed from the page's form or the JSON its script posts, run
 through the same search services as the REST API (search.pipeline, search.agentic).
 
-Tiers are presets of one engine (DESIGN §4): instant = no language-model step; classic = the
-search plan and reranking; pipeline = every flag as chosen; agentic = the tool loop.
+Tiers are presets of one engine (docs/architecture.md, The search data flow): instant = no
+language-model step; classic = the search plan and reranking; pipeline = every flag as chosen; agentic = the tool loop.
 """
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ PAGE_SIZE = 50
 def entity_list(request, caller, readable_id):
     """Entities of the collection, filtered by `source`, `type`, `breadcrumb` and `q`, paged."""
     collection = collection_or_404(caller, readable_id)
-    connections = {str(c.id): c for c in collection.source_connections.all()}  # prefetched by collection_find
+    connections = {str(c.id): c for c in collection.connections}  # read by collection_find
     source = request.GET.get("source", "")
     source = source if source in connections else ""
     entity_type = request.GET.get("type", "")[:128]

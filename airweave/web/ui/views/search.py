@@ -1,7 +1,7 @@
 """The search playground `/ui/collections/<readable_id>/search`.
 
 The page (GET, works without JavaScript: the form runs the search and renders results) and its
-stream (POST JSON → Server-Sent Events of API.md: the operations timeline, the answer token by
+stream (POST JSON → Server-Sent Events of docs/api.md: the operations timeline, the answer token by
 token, the results), both through the search services the REST API calls. An admin may search as
 a member of the organization, with that member's access principals.
 """
@@ -56,7 +56,7 @@ def _run(collection, request, principals, stream=None):
 
 
 def _error(exc) -> dict:
-    """API.md's 422 body for a bad playground request."""
+    """docs/api.md's 422 body for a bad playground request."""
     return {"detail": [{"loc": ["body", *getattr(exc, "loc", [])], "msg": str(exc), "type": "value_error"}]}
 
 
