@@ -147,8 +147,9 @@ def source_for_connection(connection) -> BaseSource:
 
     The context carries the organization and connection ids (rate-limit keys) and a credential
     store that persists refreshed tokens and marks the connection `needs_reauth`. Raises
-    KeyError for an unknown source, and SourceError ("config_error") when no key of
-    AIRWEAVE_FERNET_KEYS decrypts its credentials. Call `close()` on the instance when done.
+    SourceError ("config_error") for a source not installed on this server (a plugin package
+    removed or failing to import) and when no key of AIRWEAVE_FERNET_KEYS decrypts its
+    credentials. Call `close()` on the instance when done.
     """
     from airweave.crypto import InvalidToken, decrypt_json
     from connectors.auth.store import ConnectionCredentialStore
@@ -161,7 +162,13 @@ def source_for_connection(connection) -> BaseSource:
                           "runs without the key they were written with (restart it with every key of the rotation, "
                           "see the README's Credentials at rest)", category="config_error") from None
     credentials = {k: v for k, v in stored.items() if not k.startswith("_")}
-    source = get_source(connection.short_name)(connection.config, credentials)
+    try:
+        source_cls = get_source(connection.short_name)
+    except KeyError:
+        raise SourceError(f"source '{connection.short_name}' is not installed on this server (a plugin package "
+                          "missing or failing to import: see the server's log at start)",
+                          category="config_error") from None
+    source = source_cls(connection.config, credentials)
     source.context = SourceContext(organization_id=connection.organization_id, source_connection_id=connection.id,
                                    credential_store=ConnectionCredentialStore(connection.id))
     return source

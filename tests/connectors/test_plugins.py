@@ -170,3 +170,11 @@ def test_a_plugin_that_is_no_source_is_skipped_and_the_built_in_stays(value, err
     finally:
         registry._PLUGIN_ERRORS.pop(f"bad = {value}", None)
     assert registry.get_source("linear") is linear
+
+
+def test_a_connection_of_an_uninstalled_plugin_fails_its_job_with_config_error(installed, make_collection):
+    connection = connect(make_collection(), "example_notes", {"api_key": KEY}, {"notebook": "harbour"})
+    _forget_plugins()  # the package is gone at the next start
+    job = run_sync(connection)
+    assert (job.status, job.error_category) == ("failed", "config_error")
+    assert "not installed on this server" in job.error
