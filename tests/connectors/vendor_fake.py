@@ -16,7 +16,8 @@ field fails its test instead of being answered anyway.
 
 A reply is a JSON-able body (answered 200), a `(status, headers, body)` tuple, a list of those
 played in order (the last one repeats), or a callable `(request, params) -> one of those`, where
-`params` is the query as a dict of single values.
+`params` is the query as a dict: a single value, or the list of values of a repeated parameter
+(`state=OPEN&state=MERGED` → `["OPEN", "MERGED"]`).
 """
 from __future__ import annotations
 
@@ -121,7 +122,7 @@ class VendorFake:
     def _answer(self, request):
         parts = urlsplit(request.url)
         path = parts.path[len(self.base.path.rstrip("/")):] or "/"
-        params = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
+        params = {k: v[-1] if len(v) == 1 else v for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
         self.requests.append(request)
         refusals = []
         for route in self.routes:
