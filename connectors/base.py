@@ -232,6 +232,9 @@ class BaseSource:
     # for services whose host the user supplies).
     base_url: ClassVar[str] = ""
     entity_types: ClassVar[tuple[type[BaseEntity], ...]] = ()
+    # "<distribution> <version>" for a source an installed package brought through the entry point
+    # group `airweave.sources` (connectors.registry.discover_plugins); "" for a built-in source.
+    plugin: ClassVar[str] = ""
 
     # (source) -> HttpClient and (source) -> Auth: connectors.http.client_for_source and
     # connectors.auth.tokens.default_auth_for, installed by ConnectorsConfig.ready().

@@ -66,3 +66,19 @@ def secrets_stay_out_of_logs(request, caplog, monkeypatch):
         errors = "\n".join(f"{error} {details}" for error, details in SyncJob.objects.values_list("error", "error_details"))
         leaked = sorted(s for s in secrets if s in errors)
         assert not leaked, f"credentials appear in sync job errors: {[s[:4] + '…' for s in leaked]}"
+
+
+@pytest.fixture
+def vendor():
+    """vendor(base_url) -> a tests.connectors.vendor_fake.VendorFake on one `responses` mock; every fake
+    is verified at teardown (a request no route documents fails the test). `vendor.rsps` is the mock."""
+    import responses
+
+    from tests.connectors.vendor_fake import vendor_fixture
+
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+        make = vendor_fixture(rsps)
+        make.rsps = rsps
+        yield make
+    for fake in make.made:
+        fake.verify()

@@ -1,5 +1,6 @@
 """The Linear source against GraphQL responses written from Linear's documented schema
-(tests/connectors/fixtures/linear): cursor pagination with pageInfo (issues over two pages, a
+(tests/connectors/fixtures/linear; every query validated against the part of Linear's schema it
+reads, fixtures/linear/schema.graphql, and answered with only the fields it selects): cursor pagination with pageInfo (issues over two pages, a
 second page of comments), entity fields, a refreshed OAuth token, HTTP 429 and GraphQL RATELIMITED,
 AUTHENTICATION_ERROR, the updatedAt filter, archived issues removed, and a searchable sync."""
 from __future__ import annotations
@@ -12,9 +13,12 @@ from urllib.parse import parse_qs
 
 import pytest
 import responses
+from graphql import GraphQLError, OperationDefinitionNode, build_schema, graphql_sync, parse, validate
+from graphql.execution.values import get_variable_values
 
 from airweave.collections.models import Entity, SourceConnection, SyncCursor
 from connectors.services import source_connection_create
+from connectors.sources import linear
 from connectors.sources.linear import (LinearCommentEntity, LinearIssueEntity, LinearProjectEntity, LinearSource,
                                        LinearTeamEntity)
 from connectors.sync.services import sync_job_run, sync_job_start
@@ -27,24 +31,57 @@ def load(name):
     return json.loads((FIXTURES / f"{name}.json").read_text())
 
 
+SCHEMA = build_schema((FIXTURES / "schema.graphql").read_text())
+
+
 class GraphQL:
-    """Answers Linear GraphQL POSTs by operation and `after` variable; records the variables it saw."""
+    """Linear's GraphQL endpoint as its schema defines it (fixtures/linear/schema.graphql).
+
+    Every POST must carry a JSON body of exactly `query` and `variables`; the query must parse,
+    validate against the schema (every field and argument exists, with its type) and name one
+    operation, and the variables must coerce to the operation's declared types. Anything else
+    fails the test (AssertionError, recorded in `refused`). A valid query is answered from
+    `answers[(operation, after)]` executed against the schema, so the answer holds only the
+    fields the query selected. Records the operations and variables it saw.
+    """
 
     def __init__(self, rsps, answers: dict):
         self.answers = answers  # (operation, after) -> body, or a list of (status, headers, body) to play in order
         self.seen = []
+        self.refused = []
         rsps.add_callback("POST", API, callback=self)
+
+    def refuse(self, message):
+        self.refused.append(message)
+        raise AssertionError(message)
 
     def __call__(self, request):
         payload = json.loads(request.body)
-        operation = payload["query"].split("(", 1)[0].split()[-1]
-        variables = payload["variables"]
+        if set(payload) != {"query", "variables"}:
+            self.refuse(f"the body must hold query and variables, not {sorted(payload)}")
+        try:
+            document = parse(payload["query"])
+        except GraphQLError as exc:
+            self.refuse(f"the query does not parse: {exc}")
+        errors = validate(SCHEMA, document)
+        if errors:
+            self.refuse(f"the query does not validate against Linear's schema: {[e.message for e in errors]}")
+        operations = [d for d in document.definitions if isinstance(d, OperationDefinitionNode)]
+        if len(operations) != 1 or operations[0].name is None:
+            self.refuse("send one named operation per request")
+        coerced = get_variable_values(SCHEMA, operations[0].variable_definitions, payload["variables"])
+        if isinstance(coerced, list):
+            self.refuse(f"the variables do not fit the operation: {[e.message for e in coerced]}")
+        operation, variables = operations[0].name.value, payload["variables"]
         self.seen.append((operation, variables))
         answer = self.answers[(operation, variables.get("after"))]
         if isinstance(answer, list):
             status, headers, body = answer.pop(0) if len(answer) > 1 else answer[0]
             return status, headers, json.dumps(body)
-        return 200, {}, json.dumps(answer)
+        result = graphql_sync(SCHEMA, payload["query"], root_value=answer["data"], variable_values=variables)
+        if result.errors:
+            raise AssertionError(f"the fixture does not answer {operation}: {[e.message for e in result.errors]}")
+        return 200, {}, json.dumps({"data": result.data})
 
 
 def listing(issues_1=None, issues_2=None):
@@ -166,3 +203,24 @@ def test_sync_is_searchable_then_an_incremental_run_filters_by_updated_at_and_re
     assert api.seen[2][1]["filter"] == {"updatedAt": {"gte": "2024-06-03T15:20:00.000Z"}}
     left = set(Entity.objects.filter(source_connection=connection).values_list("entity_id", flat=True))
     assert "b4a7d3e2-8c9f-4a01-b2c3-d4e5f6071829" not in left and len(left) == 5
+
+
+@pytest.mark.parametrize("wrong, why", [
+    (("identifier title", "identifer title"), "Cannot query field 'identifer' on type 'Issue'"),
+    (("includeArchived: true, orderBy: updatedAt", "includeArchived: true, orderBy: updated"), "does not exist in 'PaginationOrderBy' enum"),
+    (("issues(first: 50", "issues(limit: 50"), "Unknown argument 'limit'"),
+])
+def test_the_fake_refuses_a_query_linear_would_refuse(rsps, monkeypatch, wrong, why):
+    monkeypatch.setattr(linear, "ISSUES", linear.ISSUES.replace(*wrong))
+    api = GraphQL(rsps, listing())
+    with pytest.raises(AssertionError):
+        list(make().generate_entities({}))
+    assert why in api.refused[-1]
+
+
+def test_the_fake_refuses_a_filter_of_the_wrong_shape(rsps):
+    api = GraphQL(rsps, listing())
+    source = make()
+    with pytest.raises(AssertionError):
+        source.graphql(linear.ISSUES, {"after": None, "filter": {"updated_at": {"gte": "2024-06-01"}}})
+    assert "IssueFilter" in api.refused[-1] and "updated_at" in api.refused[-1]

@@ -1,0 +1,1 @@
+"""A plugin package whose source module fails to import."""
