@@ -217,12 +217,15 @@ AIRWEAVE_PUSH_MAX_DOCUMENTS = env.int("AIRWEAVE_PUSH_MAX_DOCUMENTS", default=100
 AIRWEAVE_PARTIAL_LISTING_RATIO = env.float("AIRWEAVE_PARTIAL_LISTING_RATIO", default=0.5)
 # Collections with fewer chunks than this are scanned exactly instead of through HNSW.
 AIRWEAVE_EXACT_SCAN_MAX_CHUNKS = env.int("AIRWEAVE_EXACT_SCAN_MAX_CHUNKS", default=20000)
-# Jobs without progress for this long are failed by the sweeper.
 # Threads running streamed searches (SSE and websocket) per web process; each holds a database
 # connection while it runs.
 AIRWEAVE_STREAM_WORKERS = env.int("AIRWEAVE_STREAM_WORKERS", default=32)
 # Seconds of silence after which SSE and websocket streams send a `heartbeat` event.
 AIRWEAVE_HEARTBEAT_SECONDS = env.float("AIRWEAVE_HEARTBEAT_SECONDS", default=30.0)
+# The stuck-job sweeper (connectors/sync/schedules.py) runs every AIRWEAVE_SWEEP_MINUTES and when a
+# worker starts. It fails at once a job whose worker process is gone from this host, and after
+# AIRWEAVE_STUCK_JOB_MINUTES without progress a job of any host (a worker elsewhere, or hung).
+AIRWEAVE_SWEEP_MINUTES = env.int("AIRWEAVE_SWEEP_MINUTES", default=1)
 AIRWEAVE_STUCK_JOB_MINUTES = env.int("AIRWEAVE_STUCK_JOB_MINUTES", default=30)
 # Group nesting followed when resolving a user's groups (levels beyond direct membership).
 AIRWEAVE_ACCESS_GROUP_MAX_DEPTH = env.int("AIRWEAVE_ACCESS_GROUP_MAX_DEPTH", default=10)
