@@ -53,6 +53,8 @@ MIDDLEWARE = [
     # Static files (vendored htmx and Pico CSS, the admin's, the API docs') with DEBUG on or off.
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "airweave.api.compat.APICompatibilityMiddleware",
+    # A view that meets an unreachable database answers 503 (JSON on the API), never a 500 or a debug page.
+    "airweave.api.compat.DatabaseUnavailableMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -227,6 +229,8 @@ AIRWEAVE_HEARTBEAT_SECONDS = env.float("AIRWEAVE_HEARTBEAT_SECONDS", default=30.
 # AIRWEAVE_STUCK_JOB_MINUTES without progress a job of any host (a worker elsewhere, or hung).
 AIRWEAVE_SWEEP_MINUTES = env.int("AIRWEAVE_SWEEP_MINUTES", default=1)
 AIRWEAVE_STUCK_JOB_MINUTES = env.int("AIRWEAVE_STUCK_JOB_MINUTES", default=30)
+# How long a sync job whose database went away waits for it to come back to record how it ended.
+AIRWEAVE_DB_RECOVERY_SECONDS = env.int("AIRWEAVE_DB_RECOVERY_SECONDS", default=300)
 # Group nesting followed when resolving a user's groups (levels beyond direct membership).
 AIRWEAVE_ACCESS_GROUP_MAX_DEPTH = env.int("AIRWEAVE_ACCESS_GROUP_MAX_DEPTH", default=10)
 # Fernet keys for credentials at rest, newest first (comma-separated). Default: derived from SECRET_KEY.

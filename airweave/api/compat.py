@@ -13,10 +13,13 @@ The web pages (`/ui/`, `/accounts/`, `/admin/`, `/docs`, static files) keep Djan
 from __future__ import annotations
 
 import contextvars
+import sys
 import uuid
 
-from django.http import JsonResponse
+from django.http import HttpResponse, JsonResponse
 from django.urls import Resolver404, resolve
+
+from airweave.availability import DATABASE_UNAVAILABLE, RETRY_AFTER_SECONDS, database_unavailable
 
 WEB_PREFIXES = ("/ui", "/accounts", "/admin", "/static/", "/docs", "/oauth/authorize")
 
@@ -115,8 +118,35 @@ class APICompatibilityMiddleware:
         return None
 
 
+def database_unavailable_response(request):
+    """503 for a request that met an unreachable database: JSON on API paths, a short page on the web's."""
+    if is_api_path(request.path_info):
+        response = JsonResponse({"detail": DATABASE_UNAVAILABLE}, status=503)
+    else:
+        response = HttpResponse(f"<!doctype html><title>Service unavailable</title><h1>Service unavailable</h1>"
+                                f"<p>{DATABASE_UNAVAILABLE}.</p>", status=503, content_type="text/html")
+    response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    return response
+
+
+class DatabaseUnavailableMiddleware:
+    """Answers 503 (see airweave.availability) when a view meets an unreachable database, in DEBUG too."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        return database_unavailable_response(request) if database_unavailable(exception) else None
+
+
 def server_error(request, *args, **kwargs):
-    """handler500: a JSON answer on API paths (Django's plain page for the web pages)."""
+    """handler500: 503 when the database is unreachable; else a JSON answer on API paths (Django's
+    plain page for the web pages)."""
+    if database_unavailable(sys.exc_info()[1]):
+        return database_unavailable_response(request)
     if is_api_path(request.path_info):
         return JsonResponse({"detail": "Internal server error: the fault is logged on the server"}, status=500)
     from django.views.defaults import server_error as django_server_error
