@@ -40,6 +40,7 @@ def stack(tmp_path_factory):
         client.close()
         worker_log, server_log = worker.stop(), server.stop()
         database.remove()
+        print(worker_log[-6000:])
     # Tracebacks while the database is down are the logged failures of the gap; none may be a 500.
     assert " 500 " not in server_log, server_log[-3000:]
 
