@@ -176,7 +176,8 @@ def postgres_channel_layer(database: dict) -> dict:
               "AUTOCOMMIT": True, "ATOMIC_REQUESTS": False, "TEST": {},
               **{k: database[k] for k in ("ENGINE", "NAME", "USER", "PASSWORD", "HOST", "PORT")}}
     return {"BACKEND": "channels_postgres.core.PostgresChannelLayer",
-            "CONFIG": {**config, "PSYCOPG_OPTIONS": {"min_size": 1, "max_size": 4}}}
+            # A publish waits at most 5 s for a connection (the pool's default is 30 s per event).
+            "CONFIG": {**config, "PSYCOPG_OPTIONS": {"min_size": 1, "max_size": 4, "timeout": 5}}}
 
 
 # The cache holds rate-limit counters (and allauth's): shared by every process on Redis, per process otherwise.
