@@ -149,6 +149,8 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     # `<id:...>` (airweave.api.compat.ApiUUIDConverter): a UUID; anything else answers 422.
     "PATH_CONVERTER_OVERRIDES": {"id": {"type": "string", "format": "uuid"}},
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
+                             "airweave.api.schema.document_error_responses"],
 }
 
 # --- Workers (django-q2, ORM broker) ---

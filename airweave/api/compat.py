@@ -13,6 +13,7 @@ The web pages (`/ui/`, `/accounts/`, `/admin/`, `/docs`, static files) keep Djan
 from __future__ import annotations
 
 import contextvars
+import json
 import sys
 import uuid
 
@@ -103,10 +104,11 @@ class APICompatibilityMiddleware:
             _ignored.reset(ignored_token)
             _deprecated.reset(deprecated_token)
         if ignored:
-            names = ", ".join(ignored)
-            response["Warning"] = f'299 - "Unknown fields ignored: {names}"'
+            names = ", ".join(_header_safe(name) for name in ignored[:MAX_NAMED_FIELDS])
+            more = f" and {len(ignored) - MAX_NAMED_FIELDS} more" if len(ignored) > MAX_NAMED_FIELDS else ""
+            response["Warning"] = f'299 - "Unknown fields ignored: {names}{more}"'
         if deprecated:
-            response["X-API-Deprecation"] = "; ".join(deprecated)
+            response["X-API-Deprecation"] = "; ".join(_header_safe(text, 500) for text in deprecated)
         return response
 
     def process_view(self, request, view_func, view_args, view_kwargs):
@@ -140,6 +142,16 @@ class DatabaseUnavailableMiddleware:
 
     def process_exception(self, request, exception):
         return database_unavailable_response(request) if database_unavailable(exception) else None
+
+
+MAX_NAMED_FIELDS = 20
+
+
+def _header_safe(text: str, limit: int = 100) -> str:
+    """`text` as a header may carry it: printable ASCII, with other characters (non-Latin letters,
+    control characters, quotes) escaped as JSON escapes them, at most `limit` characters."""
+    escaped = json.dumps(str(text), ensure_ascii=True)[1:-1]
+    return escaped if len(escaped) <= limit else escaped[:limit] + "..."
 
 
 def server_error(request, *args, **kwargs):

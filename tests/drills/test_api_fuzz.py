@@ -9,6 +9,7 @@ content type, body schema, headers.
 from __future__ import annotations
 
 import json
+import os
 import time
 import uuid
 from collections import Counter
@@ -24,7 +25,7 @@ from schemathesis.checks import (
 
 from tests.processes import free_port, start_daphne
 
-EXAMPLES = 40  # per operation; about 70 operations
+EXAMPLES = int(os.environ.get("AIRWEAVE_FUZZ_EXAMPLES", "40"))  # per operation; about 70 operations
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance,
           response_headers_conformance]
 
@@ -48,7 +49,7 @@ def live(django_db_setup, django_db_blocker, tmp_path_factory):
     log = server.stop()
     with django_db_blocker.unblock():
         org.delete()
-    assert " 500 " not in log, log[-3000:]
+    assert "Traceback" not in log, log[log.index("Traceback") - 300:][:4000]
 
 
 @pytest.mark.slow
@@ -70,8 +71,10 @@ def test_every_operation_answers_without_5xx_and_within_its_schema(live):
             statuses[response.status_code] += 1
             try:
                 case.validate_response(response, checks=CHECKS)
-            except Exception as failure:  # keep going: every operation's faults in one report
-                failures.setdefault(operation.label, f"{type(failure).__name__}: {str(failure)[:1500]}")
+            except (Exception, BaseExceptionGroup) as failure:  # keep going: every operation's faults in one report
+                found = failures.setdefault(operation.label, {})
+                if len(found) < 3:
+                    found.setdefault(str(failure)[:200], str(failure)[:1500])
 
         exercise()
     seconds = time.monotonic() - started
@@ -79,5 +82,5 @@ def test_every_operation_answers_without_5xx_and_within_its_schema(live):
                "statuses": dict(sorted(statuses.items())), "server_errors": sum(n for s, n in statuses.items() if s >= 500),
                "schema_failures": len(failures)}
     print(json.dumps(summary))
-    assert not failures, "\n\n".join(f"{label}\n{text}" for label, text in sorted(failures.items()))
+    assert not failures, "\n\n".join(f"{label}\n" + "\n".join(found.values()) for label, found in sorted(failures.items()))
     assert summary["server_errors"] == 0 and summary["requests"] >= 2000, summary
