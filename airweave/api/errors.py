@@ -50,7 +50,15 @@ def unprocessable(loc: list, msg: str, type_: str = "value_error") -> Response:
 
 
 def exception_handler(exc, context):
-    """DRF exception handler producing API.md's shapes."""
+    """DRF exception handler producing API.md's shapes. Every error answers `application/json`,
+    also on a stream endpoint whose client asked for `text/event-stream` (nothing streams yet)."""
+    response = _response_for(exc, context)
+    if isinstance(response, Response):
+        response.content_type = "application/json"
+    return response
+
+
+def _response_for(exc, context):
     if database_unavailable(exc):  # JSON whatever the renderer (an SSE request too), with Retry-After
         return database_unavailable_response(context["request"])
     if isinstance(exc, (FilterError, SearchRequestError)):

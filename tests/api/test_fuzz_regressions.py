@@ -28,3 +28,13 @@ def test_the_schema_documents_the_errors_each_operation_answers(client):
     callback = schema["paths"]["/source-connections/callback"]["get"]["responses"]
     assert {"200", "302", "400", "410"} <= set(callback)
     assert callback["400"]["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/ErrorResponse"}
+
+
+def test_an_error_of_a_stream_endpoint_is_json_even_when_an_event_stream_was_asked_for(transactional_db, client):
+    """`?format=sse` (or Accept: text/event-stream) on a missing job answered JSON labelled text/event-stream."""
+    response = client.get("/sync/job/66026bf3-66c3-476f-9b3b-45b92ef5a117/subscribe?format=sse")
+    assert response.status_code == 404 and response["Content-Type"] == "application/json"
+    assert response.json() == {"detail": "Sync job not found"}
+    response = client.post("/collections/nope/search/stream", {"query": "x"}, format="json",
+                           HTTP_ACCEPT="text/event-stream")
+    assert response.status_code == 404 and response["Content-Type"] == "application/json"

@@ -25,7 +25,7 @@ from schemathesis.checks import (
 
 from tests.processes import free_port, start_daphne
 
-EXAMPLES = int(os.environ.get("AIRWEAVE_FUZZ_EXAMPLES", "40"))  # per operation; about 70 operations
+EXAMPLES = int(os.environ.get("AIRWEAVE_FUZZ_EXAMPLES", "50"))  # per operation; 48 operations
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance,
           response_headers_conformance]
 
