@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from search.filters import FIELDS, QDRANT_KEYS, V2_OPERATORS, FilterError, compile_filter_groups, compile_qdrant_filter
 
-SETTINGS = settings(max_examples=300, deadline=None, database=None,
+SETTINGS = settings(max_examples=150, deadline=None, database=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(allow_nan=True),
