@@ -56,7 +56,8 @@ def test_thirty_concurrent_searches_hold_while_the_worker_is_killed(transactiona
     big = source_connection_create(collection=collection, short_name="local_files", config={"path": str(corpus)},
                                    sync_immediately=False, for_api=False)
 
-    env = {"AIRWEAVE_LOCAL_ROOTS": str(root)}
+    # No rate limits: every search reaches the search path (a 429 would still be a declared answer).
+    env = {"AIRWEAVE_LOCAL_ROOTS": str(root), "AIRWEAVE_RATE_LIMIT": "", "AIRWEAVE_SEARCH_RATE_LIMIT": ""}
     server, url = start_daphne(AIRWEAVE_WARM_UP="1", **env)
     worker = start_worker(**env)
     statuses, errors, halt = Counter(), [], threading.Event()
