@@ -49,3 +49,20 @@ def test_handler500_answers_503_while_handling_a_database_error():
     except OperationalError:
         response = server_error(request)
     assert response.status_code == 503
+
+
+def test_a_stream_that_loses_the_database_ends_with_a_503_error_event():
+    from asgiref.sync import async_to_sync
+
+    from search.streams import stream_from_thread
+
+    def run(stream):
+        stream.emit("started")
+        raise _lost_connection()
+
+    async def drain():
+        return [event async for event in stream_from_thread(run)]
+
+    events = async_to_sync(drain)()
+    assert [e["type"] for e in events] == ["started", "error"]
+    assert events[-1]["status"] == 503 and events[-1]["message"] == DATABASE_UNAVAILABLE
