@@ -1,7 +1,7 @@
 """Which process runs a sync job, and whether that process still lives.
 
-A running job records its worker: the host name, the pid and the process's start time (seconds
-since the epoch, as psutil reports it). On the same host, a job whose process is gone (killed,
+A running job records its worker: the host (name and pid namespace), the pid and the process's
+start time (seconds since the epoch, as psutil reports it). On the same host, a job whose process is gone (killed,
 crashed, the machine's OOM killer) — or whose pid now belongs to another process started later —
 has lost its worker for certain, and the sweeper fails it at once. A job of another host cannot
 be checked from here; the sweeper's time window (AIRWEAVE_STUCK_JOB_MINUTES) covers it.
@@ -20,7 +20,13 @@ START_TIME_TOLERANCE_SECONDS = 1.0
 
 @lru_cache(maxsize=1)
 def this_host() -> str:
-    return socket.gethostname()
+    """This machine as the sweeper tells machines apart: the host name and, on Linux, the pid
+    namespace (two containers given the same host name do not see each other's pids)."""
+    try:
+        namespace = os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return socket.gethostname()
+    return f"{socket.gethostname()}/pidns:{namespace}"
 
 
 def current_worker() -> dict:
