@@ -68,6 +68,21 @@ def publish_to_group(group: str, event: dict) -> None:
             async_to_sync(layer.group_send)(group, {"type": "stream.event", "event": event})
     except Exception:
         logger.warning("could not publish %s to %s", event.get("type"), group, exc_info=True)
+        _drop_postgres_layer_pool()
+
+
+def _drop_postgres_layer_pool() -> None:
+    """Forget the PostgreSQL channel layer's connection pool, so the next publish opens a new one.
+
+    channels_postgres keeps one module-wide async pool, opened in the event loop of the first
+    `async_to_sync` call; that loop is gone afterwards, so once the database restarts the pool
+    can never replace its broken connections and every later publish of the process would wait
+    for its timeout (a worker's progress events lost until it restarts)."""
+    import sys
+
+    layer_db = sys.modules.get("channels_postgres.db")
+    if layer_db is not None and getattr(layer_db, "connection_pool", None) is not None:
+        layer_db.connection_pool = None
 
 
 

@@ -54,6 +54,8 @@ MIDDLEWARE = [
     # Static files (vendored htmx and Pico CSS, the admin's, the API docs') with DEBUG on or off.
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "airweave.api.compat.APICompatibilityMiddleware",
+    # A view that meets an unreachable database answers 503 (JSON on the API), never a 500 or a debug page.
+    "airweave.api.compat.DatabaseUnavailableMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -148,6 +150,8 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     # `<id:...>` (airweave.api.compat.ApiUUIDConverter): a UUID; anything else answers 422.
     "PATH_CONVERTER_OVERRIDES": {"id": {"type": "string", "format": "uuid"}},
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
+                             "airweave.api.schema.document_error_responses"],
 }
 
 # --- Workers (django-q2): the ORM broker (PostgreSQL), or Redis with REDIS_URL (below) ---
@@ -180,7 +184,8 @@ def postgres_channel_layer(database: dict) -> dict:
               "AUTOCOMMIT": True, "ATOMIC_REQUESTS": False, "TEST": {},
               **{k: database[k] for k in ("ENGINE", "NAME", "USER", "PASSWORD", "HOST", "PORT")}}
     return {"BACKEND": "channels_postgres.core.PostgresChannelLayer",
-            "CONFIG": {**config, "PSYCOPG_OPTIONS": {"min_size": 1, "max_size": 4}}}
+            # A publish waits at most 5 s for a connection (the pool's default is 30 s per event).
+            "CONFIG": {**config, "PSYCOPG_OPTIONS": {"min_size": 1, "max_size": 4, "timeout": 5}}}
 
 
 if REDIS_URL:
@@ -228,13 +233,18 @@ AIRWEAVE_PUSH_MAX_DOCUMENTS = env.int("AIRWEAVE_PUSH_MAX_DOCUMENTS", default=100
 AIRWEAVE_PARTIAL_LISTING_RATIO = env.float("AIRWEAVE_PARTIAL_LISTING_RATIO", default=0.5)
 # Collections with fewer chunks than this are scanned exactly instead of through HNSW.
 AIRWEAVE_EXACT_SCAN_MAX_CHUNKS = env.int("AIRWEAVE_EXACT_SCAN_MAX_CHUNKS", default=20000)
-# Jobs without progress for this long are failed by the sweeper.
 # Threads running streamed searches (SSE and websocket) per web process; each holds a database
 # connection while it runs.
 AIRWEAVE_STREAM_WORKERS = env.int("AIRWEAVE_STREAM_WORKERS", default=32)
 # Seconds of silence after which SSE and websocket streams send a `heartbeat` event.
 AIRWEAVE_HEARTBEAT_SECONDS = env.float("AIRWEAVE_HEARTBEAT_SECONDS", default=30.0)
+# The stuck-job sweeper (connectors/sync/schedules.py) runs every AIRWEAVE_SWEEP_MINUTES and when a
+# worker starts. It fails at once a job whose worker process is gone from this host, and after
+# AIRWEAVE_STUCK_JOB_MINUTES without progress a job of any host (a worker elsewhere, or hung).
+AIRWEAVE_SWEEP_MINUTES = env.int("AIRWEAVE_SWEEP_MINUTES", default=1)
 AIRWEAVE_STUCK_JOB_MINUTES = env.int("AIRWEAVE_STUCK_JOB_MINUTES", default=30)
+# How long a sync job whose database went away waits for it to come back to record how it ended.
+AIRWEAVE_DB_RECOVERY_SECONDS = env.int("AIRWEAVE_DB_RECOVERY_SECONDS", default=300)
 # Group nesting followed when resolving a user's groups (levels beyond direct membership).
 AIRWEAVE_ACCESS_GROUP_MAX_DEPTH = env.int("AIRWEAVE_ACCESS_GROUP_MAX_DEPTH", default=10)
 # Fernet keys for credentials at rest, newest first (comma-separated). Default: derived from SECRET_KEY.

@@ -15,6 +15,7 @@ from typing import AsyncIterator, Callable
 from django.conf import settings
 from django.db import close_old_connections, connection
 
+from airweave.availability import DATABASE_UNAVAILABLE, database_unavailable
 from airweave.events import EventStream, heartbeat_seconds
 
 logger = logging.getLogger(__name__)
@@ -62,7 +63,10 @@ async def stream_from_thread(run: Callable[[EventStream], None], *, first: dict 
         except Exception as exc:
             logger.exception("stream producer failed")
             if not stream.events or stream.events[-1]["type"] != "error":  # a client must learn why it ends
-                stream.emit("error", message=f"the search failed: {type(exc).__name__}")
+                if database_unavailable(exc):
+                    stream.emit("error", message=DATABASE_UNAVAILABLE, status=503)
+                else:
+                    stream.emit("error", message=f"the search failed: {type(exc).__name__}")
         finally:
             connection.close()
             loop.call_soon_threadsafe(queue.put_nowait, _END)

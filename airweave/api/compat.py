@@ -13,10 +13,14 @@ The web pages (`/ui/`, `/accounts/`, `/admin/`, `/docs`, static files) keep Djan
 from __future__ import annotations
 
 import contextvars
+import json
+import sys
 import uuid
 
-from django.http import JsonResponse
+from django.http import HttpResponse, JsonResponse
 from django.urls import Resolver404, resolve
+
+from airweave.availability import DATABASE_UNAVAILABLE, RETRY_AFTER_SECONDS, database_unavailable
 
 WEB_PREFIXES = ("/ui", "/accounts", "/admin", "/static/", "/docs", "/oauth/authorize")
 
@@ -100,10 +104,11 @@ class APICompatibilityMiddleware:
             _ignored.reset(ignored_token)
             _deprecated.reset(deprecated_token)
         if ignored:
-            names = ", ".join(ignored)
-            response["Warning"] = f'299 - "Unknown fields ignored: {names}"'
+            names = ", ".join(_header_safe(name) for name in ignored[:MAX_NAMED_FIELDS])
+            more = f" and {len(ignored) - MAX_NAMED_FIELDS} more" if len(ignored) > MAX_NAMED_FIELDS else ""
+            response["Warning"] = f'299 - "Unknown fields ignored: {names}{more}"'
         if deprecated:
-            response["X-API-Deprecation"] = "; ".join(deprecated)
+            response["X-API-Deprecation"] = "; ".join(_header_safe(text, 500) for text in deprecated)
         return response
 
     def process_view(self, request, view_func, view_args, view_kwargs):
@@ -115,8 +120,45 @@ class APICompatibilityMiddleware:
         return None
 
 
+def database_unavailable_response(request):
+    """503 for a request that met an unreachable database: JSON on API paths, a short page on the web's."""
+    if is_api_path(request.path_info):
+        response = JsonResponse({"detail": DATABASE_UNAVAILABLE}, status=503)
+    else:
+        response = HttpResponse(f"<!doctype html><title>Service unavailable</title><h1>Service unavailable</h1>"
+                                f"<p>{DATABASE_UNAVAILABLE}.</p>", status=503, content_type="text/html")
+    response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    return response
+
+
+class DatabaseUnavailableMiddleware:
+    """Answers 503 (see airweave.availability) when a view meets an unreachable database, in DEBUG too."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        return database_unavailable_response(request) if database_unavailable(exception) else None
+
+
+MAX_NAMED_FIELDS = 20
+
+
+def _header_safe(text: str, limit: int = 100) -> str:
+    """`text` as a header may carry it: printable ASCII, with other characters (non-Latin letters,
+    control characters, quotes) escaped as JSON escapes them, at most `limit` characters."""
+    escaped = json.dumps(str(text), ensure_ascii=True)[1:-1]
+    return escaped if len(escaped) <= limit else escaped[:limit] + "..."
+
+
 def server_error(request, *args, **kwargs):
-    """handler500: a JSON answer on API paths (Django's plain page for the web pages)."""
+    """handler500: 503 when the database is unreachable; else a JSON answer on API paths (Django's
+    plain page for the web pages)."""
+    if database_unavailable(sys.exc_info()[1]):
+        return database_unavailable_response(request)
     if is_api_path(request.path_info):
         return JsonResponse({"detail": "Internal server error: the fault is logged on the server"}, status=500)
     from django.views.defaults import server_error as django_server_error

@@ -11,7 +11,9 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from airweave.api.compat import database_unavailable_response
 from airweave.api.views.params import QueryParameterError
+from airweave.availability import database_unavailable
 from airweave.collections.services import CollectionConflict, CollectionError
 from airweave.providers.embeddings import ProviderUnavailable
 from airweave.providers.errors import ProviderError
@@ -48,7 +50,17 @@ def unprocessable(loc: list, msg: str, type_: str = "value_error") -> Response:
 
 
 def exception_handler(exc, context):
-    """DRF exception handler producing docs/api.md's shapes."""
+    """DRF exception handler producing docs/api.md's shapes. Every error answers `application/json`,
+    also on a stream endpoint whose client asked for `text/event-stream` (nothing streams yet)."""
+    response = _response_for(exc, context)
+    if isinstance(response, Response):
+        response.content_type = "application/json"
+    return response
+
+
+def _response_for(exc, context):
+    if database_unavailable(exc):  # JSON whatever the renderer (an SSE request too), with Retry-After
+        return database_unavailable_response(context["request"])
     if isinstance(exc, (FilterError, SearchRequestError)):
         return unprocessable(["body", *exc.loc], str(exc))
     if isinstance(exc, RequestDataTooBig):

@@ -137,6 +137,11 @@ class SyncJob(TenantModel):
     error_details = models.JSONField(null=True, blank=True)
     # Seconds spent per stage of the pipeline: listing, converting, chunking, embedding, writing.
     stage_seconds = models.JSONField(default=dict, blank=True)
+    # The process running the job (set when it starts running): the sweeper fails the job at once
+    # when that process is gone from this host; jobs of other hosts fall back to the time window.
+    worker_host = models.CharField(max_length=255, blank=True, default="")
+    worker_pid = models.PositiveIntegerField(null=True, blank=True)
+    worker_started = models.FloatField(null=True, blank=True)  # the process's start, seconds since the epoch
 
     STAGES = ("listing", "converting", "chunking", "embedding", "writing")
 

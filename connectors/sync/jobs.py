@@ -13,6 +13,7 @@ from django.utils import timezone
 from airweave.collections.models import SourceConnection, Sync, SyncJob
 from airweave.events import make_event, publish_domain_event, publish_to_group, sync_job_group
 from connectors.base import AUTH_ERROR_CATEGORIES
+from connectors.sync.workers import current_worker, worker_is_gone
 
 S = SyncJob.Status
 ALLOWED_FROM = {
@@ -29,17 +30,38 @@ class SyncAlreadyRunning(Exception):
 
 
 def sync_job_create(*, sync: Sync, force_full_sync: bool = False) -> SyncJob:
-    """Create a pending job. Raises SyncAlreadyRunning when the sync has an active job."""
-    try:
-        with transaction.atomic():
-            job = SyncJob.objects.create(
-                organization_id=sync.organization_id, sync=sync, source_connection_id=sync.source_connection_id,
-                status=S.PENDING, force_full_sync=force_full_sync,
-            )
-    except IntegrityError:
-        raise SyncAlreadyRunning("a sync job is already running for this source connection") from None
+    """Create a pending job. Raises SyncAlreadyRunning when the sync has an active job.
+
+    An active job whose worker process is gone (see sync_jobs_fail_lost) is failed first, so a
+    killed worker never blocks the next sync."""
+    for attempt in range(2):
+        try:
+            with transaction.atomic():
+                job = SyncJob.objects.create(
+                    organization_id=sync.organization_id, sync=sync, source_connection_id=sync.source_connection_id,
+                    status=S.PENDING, force_full_sync=force_full_sync,
+                )
+            break
+        except IntegrityError:
+            if attempt or not sync_jobs_fail_lost(SyncJob.objects.filter(sync=sync)):
+                raise SyncAlreadyRunning("a sync job is already running for this source connection") from None
     _emit(job, S.PENDING)
     return job
+
+
+def sync_jobs_fail_lost(jobs=None) -> int:
+    """Fail the running or cancelling jobs (of the queryset `jobs`, default all) whose worker
+    process is gone from this host: category `worker_lost`, the pid and host in the error.
+    Returns how many were failed."""
+    jobs = SyncJob.objects.all() if jobs is None else jobs
+    failed = 0
+    for job in jobs.filter(status__in=[S.RUNNING, S.CANCELLING]).exclude(worker_pid=None):
+        if worker_is_gone(host=job.worker_host, pid=job.worker_pid, started=job.worker_started):
+            failed += sync_job_transition(
+                job, S.FAILED, error_category="worker_lost",
+                error=f"the worker running this job (pid {job.worker_pid} on {job.worker_host}) is gone: "
+                      "killed or crashed mid-sync; what it wrote is kept, the next sync completes the rest")
+    return failed
 
 
 def sync_job_transition(job: SyncJob, to: str, **fields) -> bool:
@@ -55,6 +77,8 @@ def sync_job_transition(job: SyncJob, to: str, **fields) -> bool:
     if to == S.RUNNING:
         values.setdefault("started_at", now)
         values.setdefault("last_progress_at", now)
+        for name, value in current_worker().items():  # the sweeper fails the job once this process is gone
+            values.setdefault(name, value)
     if to in SyncJob.FINAL_STATUSES:
         values.setdefault("completed_at", now)
     changed = SyncJob.objects.filter(pk=job.pk, status__in=allowed_from).update(**values)

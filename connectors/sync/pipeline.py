@@ -18,8 +18,11 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from django.conf import settings
+from django.db import connection as db_connection
 from django.utils import timezone
 from opentelemetry import trace
+
+from airweave.availability import DATABASE_ERRORS, database_unavailable
 
 from airweave.collections import selectors as collection_selectors
 from airweave.collections.access import (
@@ -47,6 +50,7 @@ EXAMPLES_PER_REASON = 5
 # Chunks embedded per call while a batch is indexed: a large entity reports progress, and can be
 # cancelled, every slice (about 10 s of MiniLM on 2 cores) instead of once at its end.
 EMBED_SLICE_CHUNKS = 256
+DATABASE_RETRY_SECONDS = 2
 
 
 class JobCancelled(Exception):
@@ -181,18 +185,37 @@ class SyncPipeline:
         try:
             self._sync()
         except JobCancelled:
-            sync_job_transition(job, S.CANCELLED, **self.counters.job_fields())
+            self._end(S.CANCELLED)
         except SourceError as exc:
-            sync_job_transition(job, S.FAILED, error=str(exc), error_category=exc.category, **self.counters.job_fields())
+            self._end(S.FAILED, error=str(exc), error_category=exc.category)
         except (ProviderUnavailable, ProviderError) as exc:
-            sync_job_transition(job, S.FAILED, error=str(exc), error_category="embedding_provider",
-                                **self.counters.job_fields())
+            self._end(S.FAILED, error=str(exc), error_category="embedding_provider")
         except Exception as exc:  # a bug or a dependency failure: the job fails, the worker lives
-            logger.exception("sync job %s failed", job.id)
-            sync_job_transition(job, S.FAILED, error=f"{type(exc).__name__}: {exc}", error_category="internal_error",
-                                **self.counters.job_fields())
+            if database_unavailable(exc):
+                logger.warning("sync job %s: the database became unavailable: %s", job.id, exc)
+                self._end(S.FAILED, error_category="database_unavailable",
+                          error=f"the database became unavailable mid-sync ({type(exc).__name__}: "
+                                f"{str(exc).strip()[:300]}); what was written is kept, the next sync completes the rest")
+            else:
+                logger.exception("sync job %s failed", job.id)
+                self._end(S.FAILED, error=f"{type(exc).__name__}: {exc}", error_category="internal_error")
         else:
-            sync_job_transition(job, S.COMPLETED, **self.counters.job_fields())
+            self._end(S.COMPLETED)
+
+    def _end(self, to: str, **fields) -> None:
+        """Record the job's end (with its counters). While the database is unreachable, wait for it
+        (every DATABASE_RETRY_SECONDS, up to AIRWEAVE_DB_RECOVERY_SECONDS), so that a database
+        restart never leaves the job `running`; past that the sweeper's time window fails it."""
+        deadline = time.monotonic() + settings.AIRWEAVE_DB_RECOVERY_SECONDS
+        while True:
+            try:
+                sync_job_transition(self.job, to, **self.counters.job_fields(), **fields)
+                return
+            except DATABASE_ERRORS:
+                if time.monotonic() > deadline:
+                    raise
+                db_connection.close()  # the next query opens a new connection
+                time.sleep(DATABASE_RETRY_SECONDS)
 
     def _sync(self) -> None:
         source = self.source or source_for_connection(self.connection)

@@ -5,6 +5,7 @@ runs `connectors.sync.tasks.run_scheduled_sync`; django-q2 computes the next run
 """
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 
 from croniter import croniter
@@ -13,7 +14,9 @@ from django.utils import timezone
 from django_q.models import Schedule
 
 from airweave.collections.models import Sync, SyncJob
-from connectors.sync.jobs import S, sync_job_transition
+from connectors.sync.jobs import S, sync_job_transition, sync_jobs_fail_lost
+
+logger = logging.getLogger(__name__)
 
 SWEEPER_NAME = "sweep-stuck-sync-jobs"
 
@@ -51,20 +54,33 @@ def sync_schedule_apply(sync: Sync) -> None:
 
 
 def ensure_sweeper_schedule(**kwargs) -> None:
-    """Make sure the stuck-job sweeper runs every 5 minutes (called after migrate)."""
-    Schedule.objects.get_or_create(
+    """Make sure the stuck-job sweeper runs every AIRWEAVE_SWEEP_MINUTES (called after migrate)."""
+    Schedule.objects.update_or_create(
         name=SWEEPER_NAME,
         defaults={"func": "connectors.sync.tasks.sweep_stuck_jobs", "schedule_type": Schedule.MINUTES,
-                  "minutes": 5, "repeats": -1},
+                  "minutes": settings.AIRWEAVE_SWEEP_MINUTES, "repeats": -1},
     )
 
 
+def sweep_on_worker_spawn(sender=None, proc_name: str = "", **kwargs) -> None:
+    """django-q2's post_spawn: a worker that starts (the cluster's first, or the one that replaces
+    a killed worker) sweeps at once, so a job of a killed worker fails within seconds."""
+    try:
+        sync_jobs_sweep_stuck()
+    except Exception:  # the database may be down: the worker must start anyway; the schedule retries
+        logger.warning("the stuck-job sweep at the start of %s failed", proc_name or "a worker", exc_info=True)
+
+
 def sync_jobs_sweep_stuck(now=None) -> int:
-    """Fail running or cancelling jobs without progress for AIRWEAVE_STUCK_JOB_MINUTES. Returns the count."""
+    """Fail running or cancelling jobs that will never finish. Returns the count.
+
+    First those whose worker process is gone from this host (at once, `worker_lost`), then those
+    without progress for AIRWEAVE_STUCK_JOB_MINUTES (`stuck`: the fallback for jobs of other hosts).
+    """
+    swept = sync_jobs_fail_lost()
     now = now or timezone.now()
     cutoff = now - timedelta(minutes=settings.AIRWEAVE_STUCK_JOB_MINUTES)
     stuck = SyncJob.objects.filter(status__in=[S.RUNNING, S.CANCELLING], last_progress_at__lt=cutoff)
-    swept = 0
     for job in stuck:
         swept += sync_job_transition(
             job, S.FAILED, error=f"no progress for {settings.AIRWEAVE_STUCK_JOB_MINUTES} minutes (worker lost?)",

@@ -1,4 +1,7 @@
 """Cron schedules of syncs (django-q2 CRON schedules) and the stuck-job sweeper."""
+import os
+import subprocess
+import sys
 from datetime import timedelta
 
 import pytest
@@ -8,7 +11,8 @@ from django_q.models import Schedule
 from airweave.collections.models import SyncJob
 from connectors.services import SourceConnectionError, source_connection_create, source_connection_update
 from connectors.sync.jobs import sync_job_create, sync_job_transition
-from connectors.sync.schedules import SWEEPER_NAME, sync_jobs_sweep_stuck
+from connectors.sync.schedules import SWEEPER_NAME, ensure_sweeper_schedule, sync_jobs_sweep_stuck
+from connectors.sync.workers import current_worker, this_host
 from connectors.sync.tasks import run_scheduled_sync
 
 
@@ -60,6 +64,61 @@ def test_sweeper_fails_jobs_without_progress(connection, settings):
 
 def test_sweeper_schedule_exists_after_migrate(db):
     assert Schedule.objects.filter(name=SWEEPER_NAME, func="connectors.sync.tasks.sweep_stuck_jobs").exists()
+
+
+def test_the_sweepers_interval_is_a_setting(db, settings):
+    settings.AIRWEAVE_SWEEP_MINUTES = 3
+    ensure_sweeper_schedule()
+    assert Schedule.objects.get(name=SWEEPER_NAME).minutes == 3
+
+
+def _dead_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def _running_job(connection, **worker):
+    job = sync_job_create(sync=connection.sync)
+    sync_job_transition(job, SyncJob.Status.RUNNING, **worker)
+    return job
+
+
+def test_a_running_job_records_its_worker(connection):
+    job = _running_job(connection)
+    assert (job.worker_host, job.worker_pid) == (this_host(), os.getpid())
+    assert abs(job.worker_started - current_worker()["worker_started"]) < 1
+
+
+def test_a_job_whose_worker_is_gone_fails_at_the_next_sweep_at_once(connection):
+    job = _running_job(connection, worker_pid=_dead_pid())
+    assert sync_jobs_sweep_stuck() == 1  # no time window: the process is gone
+    job.refresh_from_db()
+    assert (job.status, job.error_category) == ("failed", "worker_lost")
+    assert f"pid {job.worker_pid} on {this_host()}" in job.error
+
+
+def test_a_pid_now_held_by_a_later_process_is_a_lost_worker(connection):
+    started = current_worker()["worker_started"]
+    job = _running_job(connection, worker_started=started - 3600)  # this pid, an hour before this process
+    assert sync_jobs_sweep_stuck() == 1
+    job.refresh_from_db()
+    assert job.error_category == "worker_lost"
+
+
+@pytest.mark.parametrize("worker", [{}, {"worker_host": "another-host", "worker_pid": 1}])
+def test_a_living_worker_or_one_of_another_host_keeps_its_job(connection, worker):
+    job = _running_job(connection, **worker)
+    assert sync_jobs_sweep_stuck() == 0
+    job.refresh_from_db()
+    assert job.status == "running"
+
+
+def test_a_job_of_a_dead_worker_does_not_block_the_next_sync(connection):
+    lost = _running_job(connection, worker_pid=_dead_pid())
+    job = sync_job_create(sync=connection.sync)  # before: SyncAlreadyRunning (409) until the sweeper's window
+    lost.refresh_from_db()
+    assert (lost.status, lost.error_category, job.status) == ("failed", "worker_lost", "pending")
 
 
 @pytest.mark.parametrize("cron", ["0 0 31 2 *", "* * * * * * *"])

@@ -6,7 +6,7 @@ it (as in Airweave, where every key belongs to its creator).
 """
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -26,7 +26,8 @@ class OrganizationListView(APIView):
 
 
 class CurrentUserView(APIView):
-    @extend_schema(responses=UserSerializer)
+    @extend_schema(responses={200: UserSerializer, 404: OpenApiResponse(
+        description="An organization-wide API key whose creator was removed has no user")})
     def get(self, request):
         user = acting_user(request.user)
         if user is None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from django.http import HttpResponseRedirect
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
+from rest_framework import serializers as drf_serializers
 from rest_framework.exceptions import APIException
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
@@ -187,7 +188,14 @@ class SourceConnectionCallbackView(APIView):
     authentication_classes: list = []
     permission_classes = [AllowAny]
 
-    @extend_schema(parameters=[OpenApiParameter("state", str), OpenApiParameter("code", str)], responses=None)
+    @extend_schema(parameters=[OpenApiParameter("state", str), OpenApiParameter("code", str)], responses={
+        200: inline_serializer("OAuthCallbackSuccess", {"status": drf_serializers.CharField(),
+                                                        "source_connection_id": drf_serializers.UUIDField()}),
+        302: OpenApiResponse(description="To the flow's redirect URL, with status=success or status=error"),
+        400: OpenApiResponse(description="An unknown or used state, a callback without code, a refusal"),
+        410: OpenApiResponse(description="The authorization expired or its link was already opened"),
+        502: OpenApiResponse(description="The provider's token endpoint failed"),
+    })
     def get(self, request):
         q = request.query_params
         try:
