@@ -29,6 +29,7 @@ from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField
 from connectors.http import HttpError
 from connectors.registry import source
 from connectors.sources._saas import Watermarks, WatermarkSource, compact, html_text, items, parse_time
+from connectors.notifications.vendors import AsanaNotifications
 
 PAGE = 100
 TASK_FIELDS = ("name,notes,html_notes,completed,completed_at,assignee.name,due_on,created_at,modified_at,"
@@ -83,6 +84,7 @@ class AsanaTaskEntity(BaseEntity):
 @source(
     name="Asana",
     short_name="asana",
+    notifications=AsanaNotifications,
     description="Projects and tasks of Asana workspaces, with the tasks' comments.",
     auth_methods=("direct", "oauth_browser", "oauth_token", "oauth_byoc"),
     oauth_type="with_refresh",

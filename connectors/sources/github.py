@@ -36,6 +36,7 @@ from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField, Sou
 from connectors.http import HttpError
 from connectors.registry import source
 from connectors.sources._saas import parse_time
+from connectors.notifications.vendors import GitHubNotifications
 
 _REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 MAX_QUERY_CHARS = 256  # GitHub's limit on a search query, qualifiers excluded
@@ -80,6 +81,7 @@ class GitHubCommentEntity(BaseEntity):
 @source(
     name="GitHub",
     short_name="github",
+    notifications=GitHubNotifications,
     description="Issues and pull requests of GitHub repositories, with their comments.",
     auth_methods=("direct", "oauth_browser", "oauth_token", "oauth_byoc"),
     oauth_type="access_only",

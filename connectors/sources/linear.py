@@ -34,6 +34,7 @@ from connectors.base import AuthFailure, BaseEntity, BaseSource, Breadcrumb, Con
 from connectors.http import RateLimited, cursor_pages
 from connectors.registry import source
 from connectors.sources._saas import parse_time
+from connectors.notifications.vendors import LinearNotifications
 
 API = "https://api.linear.app/graphql"
 MAX_RATELIMIT_RETRIES = 3
@@ -139,6 +140,7 @@ class LinearCommentEntity(BaseEntity):
 @source(
     name="Linear",
     short_name="linear",
+    notifications=LinearNotifications,
     description="Teams, projects, issues and comments of a Linear workspace.",
     auth_methods=("direct", "oauth_browser", "oauth_token", "oauth_byoc"),
     oauth_type="with_refresh",

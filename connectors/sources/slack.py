@@ -62,6 +62,7 @@ from connectors.base import (AccessMembership, AuthFailure, BaseEntity, BaseSour
                              SourceError)
 from connectors.http import cursor_pages
 from connectors.registry import source
+from connectors.notifications.vendors import SlackNotifications
 
 PAGE_SIZE = 200  # Slack's recommended page size for conversations.* and users.list (max 1000)
 SEARCH_PAGE_MAX = 100  # search.messages' `count` cap
@@ -191,6 +192,7 @@ def _user_token(credentials: dict) -> dict:
 @source(
     name="Slack",
     short_name="slack",
+    notifications=SlackNotifications,
     description="Messages and threads of Slack channels, synced into the collection or searched at query time.",
     auth_methods=("oauth_browser", "oauth_token", "oauth_byoc"),
     oauth_type="with_rotating_refresh",

@@ -28,6 +28,7 @@ from connectors.auth.tokens import BearerAuth
 from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField
 from connectors.registry import source
 from connectors.sources._saas import Watermarks, WatermarkSource, chosen_object_types, compact, items, parse_time
+from connectors.notifications.vendors import StripeNotifications
 
 PAGE = 100
 EVENT_DAYS = 29  # Stripe keeps events 30 days; one day of margin
@@ -102,6 +103,7 @@ DELETION_EVENTS = frozenset({"customer.deleted", "product.deleted", "invoice.del
 @source(
     name="Stripe",
     short_name="stripe",
+    notifications=StripeNotifications,
     description="Customers, invoices, charges, products and subscriptions of a Stripe account.",
     auth_methods=("direct",),
     auth_fields=(ConfigField("api_key", "Secret or restricted key", "string",

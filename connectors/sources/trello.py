@@ -27,6 +27,7 @@ from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField
 from connectors.http import HttpError
 from connectors.registry import source
 from connectors.sources._saas import Watermarks, WatermarkSource, compact, items, parse_time
+from connectors.notifications.vendors import TrelloNotifications
 
 PAGE = 1000  # Trello's largest page of actions
 CARD_FIELDS = "name,desc,url,shortUrl,idList,idBoard,labels,due,dueComplete,dateLastActivity,closed,idMembers"
@@ -75,6 +76,7 @@ class TrelloCardEntity(BaseEntity):
 @source(
     name="Trello",
     short_name="trello",
+    notifications=TrelloNotifications,
     description="Boards and cards of Trello, with the cards' comments.",
     auth_methods=("direct", "oauth_browser", "oauth_byoc"),
     oauth_type="oauth1",

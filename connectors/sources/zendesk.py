@@ -32,6 +32,7 @@ from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField, Sou
 from connectors.http import HttpError
 from connectors.registry import source
 from connectors.sources._saas import Roster, Watermarks, WatermarkSource, compact, html_text, items, parse_time
+from connectors.notifications.vendors import ZendeskNotifications
 
 _SUBDOMAIN = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
 
@@ -86,6 +87,7 @@ class ZendeskArticleEntity(BaseEntity):
 @source(
     name="Zendesk",
     short_name="zendesk",
+    notifications=ZendeskNotifications,
     description="Support tickets with their conversations, and Help Center articles, of a Zendesk account.",
     auth_methods=("direct", "oauth_byoc", "oauth_token"),
     oauth_type="access_only",

@@ -1,0 +1,190 @@
+"""Receiving change notifications: token, handshake, signature, then one debounced incremental sync.
+
+    notification_receive(source_connection_id=..., token=..., request=NotificationRequest) -> NotificationReply
+
+The debounce: a notification starts a pending job (run by a worker after
+AIRWEAVE_NOTIFY_DEBOUNCE_SECONDS, so the rest of a burst lands in the same run); one that finds
+a job pending adds nothing (that job has not listed yet); one that finds a job running sets
+`Sync.notify_follow_up`, and when the job ends exactly one more run follows, however many
+notifications came meanwhile. Decisions are taken under a row lock of the Sync, so concurrent
+notifications and a job that ends meanwhile never lose a change nor start two runs.
+"""
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import time
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from airweave.collections.models import SourceConnection, Sync, SyncJob, new_notify_token
+from airweave.crypto import InvalidToken, decrypt_json, encrypt_json
+from connectors.notifications.base import (NotificationBadRequest, NotificationHandler, NotificationNotFound, NotificationRejected,
+                                           NotificationReply, NotificationRequest)
+from connectors.registry import get_source
+from connectors.sync.jobs import SyncAlreadyRunning, sync_job_create
+from connectors.sync.services import sync_job_run
+
+log = logging.getLogger(__name__)
+TASK = "connectors.sync.tasks.run_notified_sync"
+SECRET_KEY = "secret"
+
+
+def notification_handler_for(short_name: str) -> NotificationHandler | None:
+    """An instance of the change-notification handler the source declares, or None (also for unknown sources)."""
+    try:
+        handler_cls = get_source(short_name).notifications
+    except KeyError:
+        return None
+    return handler_cls() if handler_cls else None
+
+
+def notification_path(source_connection: SourceConnection) -> str:
+    """The path vendors call: `/source-connections/{id}/notify/{token}`."""
+    return f"/source-connections/{source_connection.id}/notify/{source_connection.notify_token}"
+
+
+def notification_secret_get(source_connection: SourceConnection) -> str | None:
+    """The signing secret set or learned for the connection, else the handler's default from its
+    credentials (Trello's app secret), else None."""
+    if source_connection.encrypted_notify_secret:
+        try:
+            return decrypt_json(source_connection.encrypted_notify_secret).get(SECRET_KEY) or None
+        except InvalidToken:
+            log.warning("the notification secret of connection %s decrypts with no key", source_connection.id)
+            return None
+    handler = notification_handler_for(source_connection.short_name)
+    if handler is None:
+        return None
+    try:
+        credentials = decrypt_json(source_connection.encrypted_credentials)
+    except InvalidToken:
+        return None
+    return handler.default_secret(credentials)
+
+
+def notification_secret_set(*, source_connection: SourceConnection, secret: str | None) -> None:
+    """Store (encrypted) the vendor's signing secret; None or "" clears it, so the next handshake
+    (Asana, Notion) can teach a new one. Raises ValueError when the source takes no notifications."""
+    if notification_handler_for(source_connection.short_name) is None:
+        raise ValueError(f"source '{source_connection.short_name}' sends no change notifications")
+    value = encrypt_json({SECRET_KEY: secret}) if secret else ""
+    SourceConnection.objects.filter(pk=source_connection.pk).update(encrypted_notify_secret=value,
+                                                                     modified_at=timezone.now())
+    source_connection.encrypted_notify_secret = value
+
+
+def notification_token_rotate(*, source_connection: SourceConnection) -> str:
+    """Give the connection a new URL token (the old URL answers 404 from now on); returns the new path."""
+    source_connection.notify_token = new_notify_token()
+    SourceConnection.objects.filter(pk=source_connection.pk).update(notify_token=source_connection.notify_token,
+                                                                     modified_at=timezone.now())
+    return notification_path(source_connection)
+
+
+@dataclass
+class Received:
+    """What a notification led to: `outcome` is started | coalesced | follow_up | ignored."""
+
+    outcome: str
+    job_id: str | None = None
+
+
+def notification_receive(*, source_connection_id, token: str, request: NotificationRequest) -> NotificationReply:
+    """Answer one vendor call to a connection's notification URL, fast: nothing syncs inline.
+
+    Raises NotificationNotFound (404: no such connection and token, or a source without
+    notifications), NotificationRejected (401: bad signature, no secret yet, stale timestamp)
+    and NotificationBadRequest (400: a signed body that cannot be read).
+    """
+    connection = SourceConnection.objects.filter(pk=source_connection_id).first()
+    if connection is None or not hmac.compare_digest(connection.notify_token.encode(), (token or "").encode()):
+        raise NotificationNotFound("no source connection has this notification URL")
+    handler = notification_handler_for(connection.short_name)
+    if handler is None:
+        raise NotificationNotFound(f"source '{connection.short_name}' sends no change notifications")
+    secret = notification_secret_get(connection)
+    handshake = handler.handshake(request, secret)
+    if handshake is not None:
+        if handshake.secret and not secret:
+            notification_secret_set(source_connection=connection, secret=handshake.secret)
+        return handshake.reply
+    if not secret:
+        raise NotificationRejected("this connection has no signing secret yet: set it with "
+                                   f"PUT /source-connections/{connection.id}/notifications")
+    try:
+        handler.verify(request, secret)
+        changes = handler.changes(request)
+    except (NotificationRejected, NotificationBadRequest, NotificationNotFound):
+        raise
+    except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:  # a body of an unexpected shape
+        raise NotificationBadRequest(f"the notification body has an unexpected shape ({type(exc).__name__})") from None
+    if not changes.changed:
+        received = Received("ignored")
+    else:
+        received = notification_sync_request(source_connection=connection)
+        log.info("notification for connection %s: %s (%d event(s), ids %s)", connection.id, received.outcome,
+                 changes.events, changes.entity_ids[:10])
+    return NotificationReply(status=handler.success_status, content_type="application/json",
+                             body=json.dumps({"status": received.outcome, "job_id": received.job_id}))
+
+
+def notification_sync_request(*, source_connection: SourceConnection) -> Received:
+    """Ask for an incremental sync of the connection, debounced (see the module docstring)."""
+    with transaction.atomic():
+        sync = Sync.objects.select_for_update().get(source_connection_id=source_connection.id)
+        Sync.objects.filter(pk=sync.pk).update(last_notified_at=timezone.now())
+        active = SyncJob.objects.filter(sync=sync, status__in=SyncJob.ACTIVE_STATUSES).first()
+        if active is not None and active.status == SyncJob.Status.PENDING:
+            return Received("coalesced", str(active.id))
+        if active is not None:
+            Sync.objects.filter(pk=sync.pk).update(notify_follow_up=True)
+            return Received("follow_up", str(active.id))
+        try:
+            job = sync_job_create(sync=sync)
+        except SyncAlreadyRunning:  # another process started one after our read
+            return Received("coalesced")
+    _enqueue(job)
+    return Received("started", str(job.id))
+
+
+def notification_follow_up(*, sync_id) -> SyncJob | None:
+    """After a job of `sync_id` ended: start the one follow-up run that notifications asked for
+    meanwhile, if any (and no job is active). Returns the pending job, or None."""
+    with transaction.atomic():
+        sync = Sync.objects.select_for_update().filter(pk=sync_id).first()
+        if sync is None or not sync.notify_follow_up:
+            return None
+        if SyncJob.objects.filter(sync=sync, status__in=SyncJob.ACTIVE_STATUSES).exists():
+            return None  # someone else's job runs: it sees the changes, and its end checks the flag again
+        Sync.objects.filter(pk=sync.pk).update(notify_follow_up=False)
+        job = sync_job_create(sync=sync)
+    _enqueue(job)
+    return job
+
+
+def notified_sync_run(*, job_id) -> str:
+    """The worker's side: wait the debounce window, then run the job (if it is still pending) and its follow-up.
+
+    Returns the job's final status, or "gone" when it was cancelled or deleted meanwhile.
+    """
+    delay = float(settings.AIRWEAVE_NOTIFY_DEBOUNCE_SECONDS)
+    if delay > 0:
+        time.sleep(delay)
+    job = SyncJob.objects.filter(pk=job_id, status=SyncJob.Status.PENDING).first()
+    if job is None:
+        return "gone"
+    try:
+        return sync_job_run(job_id=job.id).status
+    finally:
+        notification_follow_up(sync_id=job.sync_id)
+
+
+def _enqueue(job: SyncJob) -> None:
+    from django_q.tasks import async_task
+
+    async_task(TASK, str(job.id), task_name=f"notified-sync-job-{job.id}", group=f"sync-{job.source_connection_id}")
