@@ -72,6 +72,25 @@ class GitHubNotifications(NotificationHandler):
         return Changes(entity_ids=[str(item["number"])] if "number" in item else [])
 
 
+class GitLabNotifications(NotificationHandler):
+    """GitLab webhooks: the webhook's secret token comes back verbatim in `X-Gitlab-Token` (GitLab
+    does not sign the body; the token is compared in constant time)."""
+
+    vendor = "GitLab webhooks"
+    secret_origin = "chosen"
+
+    def verify(self, request, secret):
+        require_match(request.header("x-gitlab-token"), secret, what="X-Gitlab-Token")
+
+    def changes(self, request):
+        body = _object(request.json())
+        attributes = body.get("object_attributes") or {}
+        path = (body.get("project") or {}).get("path_with_namespace")
+        sign = {"issue": "#", "merge_request": "!"}.get(body.get("object_kind"))
+        ids = [f"{path}{sign}{attributes['iid']}"] if path and sign and "iid" in attributes else []
+        return Changes(entity_ids=ids)
+
+
 class LinearNotifications(NotificationHandler):
     """Linear webhooks: `Linear-Signature: hex(HMAC-SHA256(signing secret, body))` and the body's
     `webhookTimestamp` (milliseconds) within a minute, as Linear advises."""

@@ -27,9 +27,9 @@ from typing import Iterator
 from connectors.auth.tokens import BearerAuth
 from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField
 from connectors.http import HttpError
+from connectors.notifications.vendors import AsanaNotifications
 from connectors.registry import source
 from connectors.sources._saas import Watermarks, WatermarkSource, compact, html_text, items, parse_time
-from connectors.notifications.vendors import AsanaNotifications
 
 PAGE = 100
 TASK_FIELDS = ("name,notes,html_notes,completed,completed_at,assignee.name,due_on,created_at,modified_at,"

@@ -34,9 +34,9 @@ from typing import Iterator
 from connectors.auth.tokens import BearerAuth
 from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField, SourceError
 from connectors.http import HttpError
+from connectors.notifications.vendors import GitHubNotifications
 from connectors.registry import source
 from connectors.sources._saas import parse_time
-from connectors.notifications.vendors import GitHubNotifications
 
 _REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 MAX_QUERY_CHARS = 256  # GitHub's limit on a search query, qualifiers excluded

@@ -32,9 +32,9 @@ from typing import Iterator
 from connectors.auth.tokens import HeaderAuth
 from connectors.base import AuthFailure, BaseEntity, BaseSource, Breadcrumb, ConfigField, SourceError
 from connectors.http import RateLimited, cursor_pages
+from connectors.notifications.vendors import LinearNotifications
 from connectors.registry import source
 from connectors.sources._saas import parse_time
-from connectors.notifications.vendors import LinearNotifications
 
 API = "https://api.linear.app/graphql"
 MAX_RATELIMIT_RETRIES = 3

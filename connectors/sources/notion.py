@@ -35,9 +35,9 @@ from typing import Iterator
 from connectors.auth.tokens import BearerAuth
 from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField
 from connectors.http import HttpError, cursor_pages
+from connectors.notifications.vendors import NotionNotifications
 from connectors.registry import source
 from connectors.sources._saas import parse_time
-from connectors.notifications.vendors import NotionNotifications
 
 logger = logging.getLogger(__name__)
 

@@ -61,8 +61,8 @@ from connectors.auth.tokens import OAuth2Auth, default_auth_for
 from connectors.base import (AccessMembership, AuthFailure, BaseEntity, BaseSource, Breadcrumb, ConfigField,
                              SourceError)
 from connectors.http import cursor_pages
-from connectors.registry import source
 from connectors.notifications.vendors import SlackNotifications
+from connectors.registry import source
 
 PAGE_SIZE = 200  # Slack's recommended page size for conversations.* and users.list (max 1000)
 SEARCH_PAGE_MAX = 100  # search.messages' `count` cap

@@ -26,9 +26,9 @@ from typing import Iterator
 
 from connectors.auth.tokens import BearerAuth
 from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField
+from connectors.notifications.vendors import StripeNotifications
 from connectors.registry import source
 from connectors.sources._saas import Watermarks, WatermarkSource, chosen_object_types, compact, items, parse_time
-from connectors.notifications.vendors import StripeNotifications
 
 PAGE = 100
 EVENT_DAYS = 29  # Stripe keeps events 30 days; one day of margin

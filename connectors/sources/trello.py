@@ -25,9 +25,9 @@ from typing import Iterator
 from connectors.auth.tokens import HeaderAuth
 from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField
 from connectors.http import HttpError
+from connectors.notifications.vendors import TrelloNotifications
 from connectors.registry import source
 from connectors.sources._saas import Watermarks, WatermarkSource, compact, items, parse_time
-from connectors.notifications.vendors import TrelloNotifications
 
 PAGE = 1000  # Trello's largest page of actions
 CARD_FIELDS = "name,desc,url,shortUrl,idList,idBoard,labels,due,dueComplete,dateLastActivity,closed,idMembers"

@@ -30,9 +30,9 @@ from typing import Iterator
 from connectors.auth.tokens import BasicAuth
 from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField, SourceError
 from connectors.http import HttpError
+from connectors.notifications.vendors import ZendeskNotifications
 from connectors.registry import source
 from connectors.sources._saas import Roster, Watermarks, WatermarkSource, compact, html_text, items, parse_time
-from connectors.notifications.vendors import ZendeskNotifications
 
 _SUBDOMAIN = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
 
