@@ -1,4 +1,4 @@
-"""Eight sources end to end: a first sync against the vendor's fake (the `responses` fakes of
+"""Nine sources end to end: a first sync against the vendor's fake (the `responses` fakes of
 tests/connectors), then an edit in the fake, then the vendor's signed notification.
 
 A Case knows how to list the source (`first_sync`), how to edit one item in the fake
@@ -18,6 +18,7 @@ import responses
 from tests.connectors import slack_api
 from tests.connectors import test_asana as asana_fake
 from tests.connectors import test_github as github_fake
+from tests.connectors import test_gitlab as gitlab_fake
 from tests.connectors import test_linear as linear_fake
 from tests.connectors import test_notion as notion_fake
 from tests.connectors import test_stripe as stripe_fake
@@ -193,6 +194,39 @@ GITHUB = Case(
     secret="It's a Secret to Everybody", config={"repositories": ["ossani24/github3.py"]})
 
 
+# --- GitLab: an issue re-described; GitLab sends the secret token itself ------------------------------
+GITLAB_PHRASE = "Runners now drain through the quokka queue before an upgrade"
+
+
+def _gitlab_first(rsps):
+    gitlab_fake.add_full(rsps, files=False, notes=False)
+
+
+def _gitlab_edit(rsps):
+    changed = copy.deepcopy(gitlab_fake.load("issues_page_1")[1])
+    changed.update(description=GITLAB_PHRASE + ".", updated_at="2024-06-06T08:00:00.000Z")
+    gitlab_fake.add_full(rsps, since="2024-06-04T10:11:12.000Z", issues=[changed], mrs=[], files=False, notes=False)
+    for kind in ("issues", "merge_requests"):
+        rsps.add("GET", f"{gitlab_fake.P}/{kind}", json=gitlab_fake.load("issues_page_1" if kind == "issues"
+                                                                          else "merge_requests"),
+                 match=[responses.matchers.query_param_matcher({"scope": "all", "per_page": "100"})])
+
+
+def _gitlab_call(secret, url):
+    issue = gitlab_fake.load("issues_page_1")[1]
+    return vendor_calls.gitlab(secret, {
+        "object_kind": "issue", "event_type": "issue",
+        "project": {"id": 278964, "path_with_namespace": gitlab_fake.PATH},
+        "object_attributes": {"iid": issue["iid"], "action": "update", "description": GITLAB_PHRASE + "."}})
+
+
+GITLAB = Case(
+    "gitlab", {"private_token": "glpat-test"}, _gitlab_first, _gitlab_edit, GITLAB_PHRASE,
+    f"{gitlab_fake.PATH}#{gitlab_fake.load('issues_page_1')[1]['iid']}", _gitlab_call,
+    secret="gitlab-webhook-secret-token-1", config={"projects": [gitlab_fake.PATH], "include_files": False,
+                                                    "include_notes": False})
+
+
 # --- Notion: the verification_token handshake, then page.content_updated ----------------------------
 NOTION_CHILD = "393abc1e-edcd-8000-8000-0000000000aa"
 NOTION_PHRASE = "Root cause: the quokka certificate renewal job never ran"
@@ -301,4 +335,4 @@ SLACK = Case(
     patches=_slack_patches)
 SLACK.entity_id = f"{_slack_conv()['id']}:{_slack_edited()['ts']}"
 
-CASES = [ASANA, STRIPE, ZENDESK, TRELLO, LINEAR, GITHUB, NOTION, SLACK]
+CASES = [ASANA, STRIPE, ZENDESK, TRELLO, LINEAR, GITHUB, GITLAB, NOTION, SLACK]

@@ -83,11 +83,17 @@ def stripe(secret: str, payload: dict, *, timestamp: int | None = None) -> tuple
     return {"Stripe-Signature": f"t={t},v1={v1}", "Content-Type": "application/json"}, body
 
 
+def gitlab(secret_token: str, payload: dict, event: str = "Issue Hook") -> tuple[dict, bytes]:
+    """GitLab signs nothing: the webhook's secret token comes back in X-Gitlab-Token
+    (https://docs.gitlab.com/user/project/integrations/webhooks/#create-a-webhook)."""
+    return {"X-Gitlab-Event": event, "X-Gitlab-Token": secret_token, "Content-Type": "application/json"}, _body(payload)
+
+
 def forge(headers: dict) -> dict:
     """The same headers with every signature-like value changed in its last character."""
     out = {}
     for name, value in headers.items():
-        if "signature" in name.lower() or name.lower() in ("x-trello-webhook",):
+        if "signature" in name.lower() or name.lower() in ("x-trello-webhook", "x-gitlab-token"):
             value = value[:-2] + ("AA" if not value.endswith("AA") else "BB")
         out[name] = value
     return out
