@@ -12,6 +12,7 @@ class ConnectorsConfig(AppConfig):
         from connectors.auth.tokens import default_auth_for
         from connectors.base import BaseSource
         from connectors.http import client_for_source
+        from connectors.notifications.services import ensure_renewal_schedule
         from connectors.sync.schedules import ensure_sweeper_schedule
 
         # The source contract receives its HTTP client and default auth from this layer above it.
@@ -19,3 +20,4 @@ class ConnectorsConfig(AppConfig):
         BaseSource.default_auth_factory = staticmethod(default_auth_for)
         registry.autodiscover()
         post_migrate.connect(ensure_sweeper_schedule, sender=self)
+        post_migrate.connect(ensure_renewal_schedule, sender=self)

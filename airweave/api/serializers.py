@@ -824,6 +824,9 @@ class NotificationSettingsSerializer(serializers.Serializer):
     secret_origin = serializers.ChoiceField(choices=["vendor", "handshake", "chosen", "product"], allow_null=True)
     secret_set = serializers.BooleanField(help_text="Whether a signing secret is set or was learned.")
     last_notified_at = serializers.DateTimeField(allow_null=True)
+    manages_subscription = serializers.BooleanField(
+        help_text="Whether this server creates and renews the vendor's subscription (POST .../notifications/subscription).")
+    subscription = serializers.JSONField(allow_null=True, help_text="{id, expires_at} of that subscription, or null.")
 
 
 class NotificationSecretSerializer(serializers.Serializer):

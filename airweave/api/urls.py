@@ -37,6 +37,7 @@ urlpatterns = [
     path("source-connections/<id:id>/run", source_connections.SourceConnectionRunView.as_view()),
     path("source-connections/<id:id>/notify/<str:token>", notifications.notify_view),
     path("source-connections/<id:id>/notifications", notifications.NotificationSettingsView.as_view()),
+    path("source-connections/<id:id>/notifications/subscription", notifications.NotificationSubscriptionView.as_view()),
     path("source-connections/<id:id>/notifications/rotate", notifications.NotificationTokenRotateView.as_view()),
     path("source-connections/<id:id>/jobs", source_connections.SourceConnectionJobsView.as_view()),
     path("source-connections/<id:id>/jobs/<id:job_id>/cancel", source_connections.SourceConnectionJobCancelView.as_view()),

@@ -90,6 +90,8 @@ class SourceConnection(TenantModel):
     # the credentials, apart from them, so replacing or refreshing credentials never drops it.
     notify_token = models.CharField(max_length=64, default=new_notify_token)
     encrypted_notify_secret = models.TextField(blank=True, default="")
+    # The vendor subscription the product created for those calls (Graph, Drive): id, expires_at, url.
+    notify_subscription = models.JSONField(null=True, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     modified_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
 

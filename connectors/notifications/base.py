@@ -114,3 +114,24 @@ class NotificationHandler:
     def default_secret(self, credentials: dict) -> str | None:
         """A secret the connection's own credentials already hold (Trello: the app secret), else None."""
         return None
+
+    # --- subscriptions the product creates and renews (Graph, Drive); None of this elsewhere ---------
+    # Whether subscribe/renew/unsubscribe are implemented; renewal happens when less than
+    # `renew_within_seconds` of the subscription's life is left.
+    manages_subscriptions: ClassVar[bool] = False
+    renew_within_seconds: ClassVar[int] = 24 * 3600
+
+    def subscribe(self, source, *, url: str, secret: str) -> dict:
+        """Create the vendor's subscription that will call `url`, authenticated by `secret`, with
+        `source.http` (the connection's own client and auth). Returns the state to keep:
+        a JSON object with at least `id` and `expires_at` (ISO-8601, UTC). Raises the client's
+        HttpError when the vendor refuses."""
+        raise NotImplementedError
+
+    def renew(self, source, subscription: dict, *, url: str, secret: str) -> dict:
+        """Extend (or replace) `subscription`; returns the new state, as `subscribe` does."""
+        raise NotImplementedError
+
+    def unsubscribe(self, source, subscription: dict) -> None:
+        """Remove `subscription` at the vendor; one already gone is not an error."""
+        raise NotImplementedError

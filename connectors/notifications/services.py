@@ -16,16 +16,20 @@ import json
 import logging
 import time
 from dataclasses import dataclass
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from airweave.collections.models import SourceConnection, Sync, SyncJob, new_notify_token
 from airweave.crypto import InvalidToken, decrypt_json, encrypt_json
-from connectors.notifications.base import (NotificationBadRequest, NotificationHandler, NotificationNotFound, NotificationRejected,
-                                           NotificationReply, NotificationRequest)
-from connectors.registry import get_source
+from connectors.base import SourceError
+from connectors.http import HttpError
+from connectors.notifications.base import (NotificationBadRequest, NotificationHandler, NotificationNotFound,
+                                           NotificationRejected, NotificationReply, NotificationRequest)
+from connectors.registry import get_source, source_for_connection
 from connectors.sync.jobs import SyncAlreadyRunning, sync_job_create
 from connectors.sync.services import sync_job_run
 
@@ -188,3 +192,113 @@ def _enqueue(job: SyncJob) -> None:
     from django_q.tasks import async_task
 
     async_task(TASK, str(job.id), task_name=f"notified-sync-job-{job.id}", group=f"sync-{job.source_connection_id}")
+
+
+# --- subscriptions the product creates and renews (Graph, Drive) ------------------------------------
+RENEWAL_SCHEDULE = "renew-notification-subscriptions"
+
+
+class NotificationSubscriptionError(ValueError):
+    """The subscription cannot be made: the source has none to make, no public URL, or the vendor refused."""
+
+
+def notification_subscribe(*, source_connection: SourceConnection, public_base_url: str) -> dict:
+    """Create (or replace) the vendor subscription that calls this connection's notification URL.
+
+    Generates the secret the vendor will send back (Graph clientState, Drive channel token) when
+    the connection has none. `public_base_url` is where the vendor reaches this server
+    (AIRWEAVE_PUBLIC_URL in production). Returns the stored subscription
+    `{id, expires_at, url, ...}`. Raises NotificationSubscriptionError.
+    """
+    handler = notification_handler_for(source_connection.short_name)
+    if handler is None or not handler.manages_subscriptions:
+        raise NotificationSubscriptionError(f"source '{source_connection.short_name}' has no subscription for this "
+                                            "server to create: register the notification URL at the vendor")
+    if not public_base_url.startswith(("https://", "http://")):
+        raise NotificationSubscriptionError("no public URL: set AIRWEAVE_PUBLIC_URL to the address the vendor reaches")
+    secret = notification_secret_get(source_connection)
+    if not secret:
+        secret = new_notify_token()
+        notification_secret_set(source_connection=source_connection, secret=secret)
+    url = public_base_url.rstrip("/") + notification_path(source_connection)
+    source = source_for_connection(source_connection)
+    try:
+        if source_connection.notify_subscription:
+            _unsubscribe_quietly(handler, source, source_connection)
+        subscription = {**handler.subscribe(source, url=url, secret=secret), "url": url}
+    except (HttpError, SourceError) as exc:
+        raise NotificationSubscriptionError(f"{handler.vendor} refused the subscription: {exc}") from None
+    finally:
+        source.close()
+    _save_subscription(source_connection, subscription)
+    return subscription
+
+
+def notification_unsubscribe(*, source_connection: SourceConnection) -> None:
+    """Remove the connection's vendor subscription, if any. Best effort: a vendor that cannot be
+    reached is logged (the subscription then expires on its own), never raised."""
+    if not source_connection.notify_subscription:
+        return
+    handler = notification_handler_for(source_connection.short_name)
+    if handler is not None and handler.manages_subscriptions:
+        try:
+            source = source_for_connection(source_connection)
+        except Exception:  # credentials that no longer decrypt: nothing to call the vendor with
+            log.warning("cannot remove the subscription of connection %s: no usable credentials", source_connection.id)
+        else:
+            try:
+                _unsubscribe_quietly(handler, source, source_connection)
+            finally:
+                source.close()
+    _save_subscription(source_connection, None)
+
+
+def notification_subscriptions_renew(*, now=None) -> int:
+    """Renew every subscription that expires within its handler's `renew_within_seconds`. Returns
+    how many were renewed; one that fails is logged and left to expire (polling still runs)."""
+    now = now or timezone.now()
+    renewed = 0
+    for connection in SourceConnection.objects.exclude(notify_subscription=None).iterator():
+        handler = notification_handler_for(connection.short_name)
+        subscription = connection.notify_subscription or {}
+        expires = parse_datetime(str(subscription.get("expires_at") or "").replace(".0000000Z", "Z"))
+        if handler is None or not handler.manages_subscriptions or expires is None:
+            continue
+        if expires - now > timedelta(seconds=handler.renew_within_seconds):
+            continue
+        try:
+            source = source_for_connection(connection)
+            try:
+                fresh = handler.renew(source, subscription, url=subscription["url"],
+                                      secret=notification_secret_get(connection) or "")
+            finally:
+                source.close()
+        except Exception as exc:  # the vendor, the network, the credentials: each is logged, none stops the others
+            log.warning("renewing the subscription of connection %s failed: %s", connection.id, exc)
+            continue
+        _save_subscription(connection, {**fresh, "url": subscription["url"]})
+        renewed += 1
+    return renewed
+
+
+def ensure_renewal_schedule(**kwargs) -> None:
+    """Make sure subscriptions are renewed every hour (called after migrate)."""
+    from django_q.models import Schedule
+
+    Schedule.objects.get_or_create(
+        name=RENEWAL_SCHEDULE,
+        defaults={"func": "connectors.sync.tasks.renew_notification_subscriptions", "schedule_type": Schedule.HOURLY,
+                  "repeats": -1})
+
+
+def _unsubscribe_quietly(handler, source, connection) -> None:
+    try:
+        handler.unsubscribe(source, connection.notify_subscription)
+    except Exception as exc:  # it expires on its own; a failed removal must not block a delete or a re-subscribe
+        log.warning("removing the subscription of connection %s failed: %s", connection.id, exc)
+
+
+def _save_subscription(connection: SourceConnection, subscription: dict | None) -> None:
+    SourceConnection.objects.filter(pk=connection.pk).update(notify_subscription=subscription,
+                                                             modified_at=timezone.now())
+    connection.notify_subscription = subscription

@@ -5,8 +5,10 @@ A source adopts one with `@source(..., notifications=SlackNotifications)`.
 """
 from __future__ import annotations
 
-from datetime import datetime
+import uuid
+from datetime import datetime, timedelta, timezone
 
+from connectors.http import HttpError
 from connectors.notifications.base import (Changes, Handshake, NotificationBadRequest, NotificationHandler,
                                            NotificationRejected, NotificationReply)
 from connectors.notifications.signing import hmac_base64, hmac_hex, require_fresh, require_match
@@ -231,11 +233,42 @@ class StripeNotifications(NotificationHandler):
 class MicrosoftGraphNotifications(NotificationHandler):
     """Microsoft Graph change notifications: a `validationToken` query parameter is echoed as
     text/plain (within Graph's 10 s); each notification's `clientState` must equal the secret the
-    subscription was created with. Accepted calls answer 202."""
+    subscription was created with. Accepted calls answer 202.
+
+    Subscriptions: `POST /subscriptions` on `resource` for `change_type`, living `lifetime_minutes`
+    (under Graph's maximum for the resource), renewed with `PATCH /subscriptions/{id}`, removed with
+    `DELETE /subscriptions/{id}`. Subclasses name the resource of their source.
+    """
 
     vendor = "Microsoft Graph subscriptions"
     secret_origin = "product"
     success_status = 202
+    manages_subscriptions = True
+    resource = ""
+    change_type = "updated"
+    lifetime_minutes = 3 * 24 * 60
+
+    def _expiry(self) -> str:
+        return (datetime.now(timezone.utc) + timedelta(minutes=self.lifetime_minutes)).strftime(
+            "%Y-%m-%dT%H:%M:%S.0000000Z")
+
+    def subscribe(self, source, *, url, secret):
+        body = source.http.post("/subscriptions", json={
+            "changeType": self.change_type, "notificationUrl": url, "resource": self.resource,
+            "expirationDateTime": self._expiry(), "clientState": secret}).json()
+        return {"id": body["id"], "expires_at": body["expirationDateTime"], "resource": body.get("resource")}
+
+    def renew(self, source, subscription, *, url, secret):
+        body = source.http.request("PATCH", f"/subscriptions/{subscription['id']}",
+                                   json={"expirationDateTime": self._expiry()}).json()
+        return {**subscription, "expires_at": body["expirationDateTime"]}
+
+    def unsubscribe(self, source, subscription):
+        try:
+            source.http.request("DELETE", f"/subscriptions/{subscription['id']}")
+        except HttpError as exc:
+            if exc.status != 404:  # already gone (expired, or removed at Microsoft)
+                raise
 
     def handshake(self, request, secret):
         token = request.query.get("validationToken")
@@ -255,6 +288,14 @@ class MicrosoftGraphNotifications(NotificationHandler):
         ids = [v["resourceData"]["id"] for v in values if isinstance(v.get("resourceData"), dict)
                and "id" in v["resourceData"]]
         return Changes(entity_ids=ids, events=len(values))
+
+
+class OneDriveNotifications(MicrosoftGraphNotifications):
+    """Graph subscriptions on the signed-in user's drive root (driveItem: `updated` only; Graph allows
+    up to 42,300 minutes, we ask 3 days and renew a day before)."""
+
+    vendor = "Microsoft Graph subscriptions (OneDrive)"
+    resource = "/me/drive/root"
 
 
 class GoogleDriveNotifications(NotificationHandler):

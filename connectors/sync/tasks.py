@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from airweave.collections.models import Sync, SyncJob
-from connectors.notifications.services import notification_follow_up, notified_sync_run
+from connectors.notifications.services import (notification_follow_up, notification_subscriptions_renew,
+                                                notified_sync_run)
 from connectors.sync.schedules import sync_jobs_sweep_stuck
 from connectors.sync.services import SyncAlreadyRunning, sync_job_run, sync_job_start
 
@@ -35,6 +36,11 @@ def run_scheduled_sync(sync_id: str) -> str:
         return sync_job_run(job_id=job.id).status
     finally:
         notification_follow_up(sync_id=sync.id)
+
+
+def renew_notification_subscriptions() -> int:
+    """Renew the vendor subscriptions (Graph, Drive) that expire soon; returns how many were renewed."""
+    return notification_subscriptions_renew()
 
 
 def sweep_stuck_jobs() -> int:

@@ -1,4 +1,4 @@
-"""Nine sources end to end: a first sync against the vendor's fake (the `responses` fakes of
+"""Ten sources end to end: a first sync against the vendor's fake (the `responses` fakes of
 tests/connectors), then an edit in the fake, then the vendor's signed notification.
 
 A Case knows how to list the source (`first_sync`), how to edit one item in the fake
@@ -10,6 +10,7 @@ vendors that teach the secret that way (Asana, Notion); it returns the learned s
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -20,6 +21,7 @@ from tests.connectors import test_asana as asana_fake
 from tests.connectors import test_github as github_fake
 from tests.connectors import test_gitlab as gitlab_fake
 from tests.connectors import test_linear as linear_fake
+from tests.connectors import test_msgraph as msgraph_fake
 from tests.connectors import test_notion as notion_fake
 from tests.connectors import test_stripe as stripe_fake
 from tests.connectors import test_trello as trello_fake
@@ -41,6 +43,7 @@ class Case:
     handshake: Callable | None = None
     config: dict = field(default_factory=dict)
     patches: Callable | None = None  # (monkeypatch) -> None: what the source's own tests patch
+    subscription: Callable | None = None  # (rsps) -> the vendor's answer to the subscription this server makes
 
     def __str__(self):
         return self.short_name
@@ -335,4 +338,49 @@ SLACK = Case(
     patches=_slack_patches)
 SLACK.entity_id = f"{_slack_conv()['id']}:{_slack_edited()['ts']}"
 
-CASES = [ASANA, STRIPE, ZENDESK, TRELLO, LINEAR, GITHUB, GITLAB, NOTION, SLACK]
+# --- OneDrive: this server subscribes (Microsoft Graph), Graph echoes its clientState ----------------
+def _onedrive_patches(mp):
+    from connectors.sources.onedrive import OneDriveSource
+
+    mp.setattr(OneDriveSource, "rate_limit_level", None)
+
+
+def _onedrive_first(rsps):
+    msgraph_fake.onedrive_first_round(rsps)
+
+
+def _onedrive_items():
+    return {i["name"]: i["id"] for p in ("delta_page_1", "delta_page_2")
+            for i in msgraph_fake.fixture(f"onedrive/{p}.json")["value"]}
+
+
+ONEDRIVE_PHRASE = "Carry-over is capped at 240 quokka hours"
+
+
+def _onedrive_edit(rsps):
+    graph, fixture = msgraph_fake.GRAPH, msgraph_fake.fixture
+    rsps.add("GET", f"{graph}/me/drive?%24select=id%2Cname%2CwebUrl", json=fixture("onedrive/drive.json"))
+    rsps.add("GET", fixture("onedrive/delta_page_2.json")["@odata.deltaLink"], json=fixture("onedrive/delta_incremental.json"))
+    msgraph_fake._content(rsps, _onedrive_items()["leave-policy.md"],
+                          msgraph_fake._leave_policy() + f"\n\n{ONEDRIVE_PHRASE}.\n".encode())
+
+
+def _onedrive_subscription(rsps):
+    def answer(request):
+        body = json.loads(request.body)
+        return 201, {}, json.dumps({"id": "7f105c7d-2dc5-4530-97cd-4e7ae6534c07", "resource": body["resource"],
+                                    "changeType": body["changeType"], "clientState": body["clientState"],
+                                    "notificationUrl": body["notificationUrl"],
+                                    "expirationDateTime": body["expirationDateTime"]})
+
+    rsps.add_callback("POST", f"{msgraph_fake.GRAPH}/subscriptions", callback=answer)
+
+
+ONEDRIVE = Case(
+    "onedrive", {"access_token": "eyJ0eXAiOiJKV1QiLCJub25jZSI6Ik1pY3Jvc29mdA"}, _onedrive_first, _onedrive_edit,
+    ONEDRIVE_PHRASE, _onedrive_items()["leave-policy.md"],
+    lambda client_state, url: vendor_calls.graph(client_state, "7f105c7d-2dc5-4530-97cd-4e7ae6534c07",
+                                                 "me/drive/root"),
+    subscription=_onedrive_subscription, patches=_onedrive_patches)
+
+CASES = [ASANA, STRIPE, ZENDESK, TRELLO, LINEAR, GITHUB, GITLAB, NOTION, SLACK, ONEDRIVE]

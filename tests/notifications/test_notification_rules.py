@@ -167,7 +167,8 @@ def test_settings_show_the_url_and_are_scoped_to_the_organization(make_collectio
     connection = _github(make_collection, client, secret=None)
     body = client.get(f"/source-connections/{connection.id}/notifications").json()
     assert body == {"supported": True, "vendor": "GitHub webhooks", "secret_origin": "chosen", "secret_set": False,
-                    "url": f"http://testserver{notification_path(connection)}", "last_notified_at": None}
+                    "url": f"http://testserver{notification_path(connection)}", "last_notified_at": None,
+                    "manages_subscription": False, "subscription": None}
     assert other_client.get(f"/source-connections/{connection.id}/notifications").status_code == 404
     assert other_client.put(f"/source-connections/{connection.id}/notifications", {"signing_secret": "x"},
                             format="json").status_code == 404

@@ -1,7 +1,9 @@
-"""Change notifications end to end, for nine sources: sync against the vendor's fake, edit an item
+"""Change notifications end to end, for ten sources: sync against the vendor's fake, edit an item
 in the fake, POST the vendor's signed notification to the connection's public URL, and the edit
 is found by search with no scheduled run; a forged signature answers 401 and syncs nothing."""
 from __future__ import annotations
+
+import json
 
 import pytest
 import responses
@@ -34,7 +36,14 @@ def notification_url(client, connection) -> tuple[str, str]:
     return body["url"], body["url"].removeprefix("http://testserver")
 
 
-def set_secret(client, connection, case, vendor: APIClient, path: str) -> str:
+def set_secret(client, connection, case, vendor: APIClient, path: str, rsps) -> str:
+    if case.subscription is not None:  # this server subscribes; the vendor echoes the secret it was given
+        case.subscription(rsps)
+        r = client.post(f"/source-connections/{connection.id}/notifications/subscription")
+        assert r.status_code == 200 and r.json()["subscription"]["id"], r.content
+        sent = json.loads(rsps.calls[-1].request.body)
+        assert sent["notificationUrl"] == r.json()["url"]
+        return sent.get("clientState") or sent.get("token")
     if case.handshake is not None:
         return case.handshake(vendor, path)
     r = client.put(f"/source-connections/{connection.id}/notifications", {"signing_secret": case.secret},
@@ -56,15 +65,20 @@ def test_a_signed_notification_makes_the_edit_searchable_and_a_forged_one_is_ref
 
     vendor = APIClient()  # the vendor's calls carry no API key
     url, path = notification_url(client, connection)
-    secret = set_secret(client, connection, case, vendor, path)
+    secret = set_secret(client, connection, case, vendor, path, rsps)
     rsps.reset()
     case.edit(rsps)  # the fake now answers the incremental run with the edited item
     headers, body = case.call(secret, url)
     jobs_before = SyncJob.objects.filter(source_connection=connection).count()
 
-    forged = vendor.post(path, body, content_type="application/json",
-                         headers={k: v for k, v in forge(headers).items() if k != "Content-Type"})
-    assert forged.status_code == 401, forged.content
+    wrong_headers, wrong_body = case.call("not-" + secret, url)  # signed by someone without the secret
+    wrong = vendor.post(path, wrong_body, content_type="application/json",
+                        headers={k: v for k, v in wrong_headers.items() if k != "Content-Type"})
+    assert wrong.status_code == 401, wrong.content
+    if forge(headers) != headers:  # the vendor's own call with its signature altered
+        tampered = vendor.post(path, body, content_type="application/json",
+                               headers={k: v for k, v in forge(headers).items() if k != "Content-Type"})
+        assert tampered.status_code == 401, tampered.content
     assert SyncJob.objects.filter(source_connection=connection).count() == jobs_before
     assert case.phrase not in entity_text(connection, case.entity_id)
 

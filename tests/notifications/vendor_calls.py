@@ -89,6 +89,15 @@ def gitlab(secret_token: str, payload: dict, event: str = "Issue Hook") -> tuple
     return {"X-Gitlab-Event": event, "X-Gitlab-Token": secret_token, "Content-Type": "application/json"}, _body(payload)
 
 
+def graph(client_state: str, subscription_id: str, resource: str) -> tuple[dict, bytes]:
+    """Microsoft Graph signs nothing: each notification carries the subscription's clientState
+    (https://learn.microsoft.com/graph/change-notifications-delivery-webhooks#notificationurl-validation)."""
+    return {"Content-Type": "application/json"}, _body({"value": [{
+        "subscriptionId": subscription_id, "clientState": client_state, "changeType": "updated",
+        "resource": resource, "subscriptionExpirationDateTime": "2026-12-05T11:00:00.0000000Z",
+        "tenantId": "84bd8158-6d4d-4958-8b9f-9d6445542f95"}]})
+
+
 def forge(headers: dict) -> dict:
     """The same headers with every signature-like value changed in its last character."""
     out = {}

@@ -55,7 +55,13 @@ def _settings_payload(connection, request) -> dict:
             "url": _public_base(request) + services.notification_path(connection) if handler else None,
             "secret_origin": handler.secret_origin if handler else None,
             "secret_set": bool(handler and services.notification_secret_get(connection)),
-            "last_notified_at": connection.sync.last_notified_at}
+            "last_notified_at": connection.sync.last_notified_at,
+            "manages_subscription": bool(handler and handler.manages_subscriptions),
+            "subscription": _subscription(connection.notify_subscription)}
+
+
+def _subscription(value: dict | None) -> dict | None:
+    return {"id": value.get("id"), "expires_at": value.get("expires_at")} if value else None
 
 
 class NotificationSettingsView(APIView):
@@ -75,6 +81,27 @@ class NotificationSettingsView(APIView):
                                              secret=data.validated_data.get("signing_secret"))
         except ValueError as exc:
             raise ValidationError({"detail": str(exc)}) from None
+        return Response(NotificationSettingsSerializer(_settings_payload(connection, request)).data)
+
+
+class NotificationSubscriptionView(APIView):
+    @extend_schema(operation_id="source_connection_notifications_subscribe", request=None,
+                   responses=NotificationSettingsSerializer,
+                   description="Create (or replace) the vendor subscription (Microsoft Graph, Google Drive) that "
+                               "calls this connection's notification URL; renewed hourly by the worker.")
+    def post(self, request, id):
+        connection = selectors.source_connection_get(organization=request.organization, id=id)
+        try:
+            services.notification_subscribe(source_connection=connection, public_base_url=_public_base(request))
+        except services.NotificationSubscriptionError as exc:
+            raise ValidationError({"detail": str(exc)}) from None
+        return Response(NotificationSettingsSerializer(_settings_payload(connection, request)).data)
+
+    @extend_schema(operation_id="source_connection_notifications_unsubscribe", request=None,
+                   responses=NotificationSettingsSerializer)
+    def delete(self, request, id):
+        connection = selectors.source_connection_get(organization=request.organization, id=id)
+        services.notification_unsubscribe(source_connection=connection)
         return Response(NotificationSettingsSerializer(_settings_payload(connection, request)).data)
 
 

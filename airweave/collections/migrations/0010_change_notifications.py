@@ -21,6 +21,7 @@ class Migration(migrations.Migration):
         migrations.AlterField("sourceconnection", "notify_token", models.CharField(
             max_length=64, default=airweave.collections.models.new_notify_token)),
         migrations.AddField("sourceconnection", "encrypted_notify_secret", models.TextField(blank=True, default="")),
+        migrations.AddField("sourceconnection", "notify_subscription", models.JSONField(blank=True, null=True)),
         migrations.AddField("sync", "notify_follow_up", models.BooleanField(default=False)),
         migrations.AddField("sync", "last_notified_at", models.DateTimeField(blank=True, null=True)),
     ]
