@@ -300,10 +300,45 @@ class OneDriveNotifications(MicrosoftGraphNotifications):
 
 class GoogleDriveNotifications(NotificationHandler):
     """Google Drive `changes.watch` channels: `X-Goog-Channel-Token` must equal the channel's token;
-    `X-Goog-Resource-State: sync` (the channel's first message) syncs nothing."""
+    `X-Goog-Resource-State: sync` (the channel's first message) syncs nothing.
+
+    Channels: `changes.getStartPageToken`, then `POST changes/watch?pageToken=` with a new channel
+    id, this URL and the token, for `lifetime_seconds` (Drive allows a week for changes). Channels
+    cannot be extended: renewal opens a new one, then stops the old (`POST channels/stop`).
+    """
 
     vendor = "Google Drive push channels"
     secret_origin = "product"
+    manages_subscriptions = True
+    lifetime_seconds = 7 * 24 * 3600 - 3600
+    renew_within_seconds = 24 * 3600
+
+    def subscribe(self, source, *, url, secret):
+        params = {"supportsAllDrives": "true"}
+        token = source.http.get_json("changes/startPageToken", params=params)["startPageToken"]
+        expiration = int((datetime.now(timezone.utc).timestamp() + self.lifetime_seconds) * 1000)
+        body = source.http.post("changes/watch", params={**params, "pageToken": token,
+                                                         "includeItemsFromAllDrives": "true"},
+                                json={"id": str(uuid.uuid4()), "type": "web_hook", "address": url, "token": secret,
+                                      "expiration": expiration}).json()
+        expires = datetime.fromtimestamp(int(body.get("expiration") or expiration) / 1000, timezone.utc)
+        return {"id": body["id"], "resource_id": body["resourceId"],
+                "expires_at": expires.strftime("%Y-%m-%dT%H:%M:%SZ")}
+
+    def renew(self, source, subscription, *, url, secret):
+        fresh = self.subscribe(source, url=url, secret=secret)
+        try:
+            self.unsubscribe(source, subscription)
+        except HttpError:
+            pass  # the old channel expires on its own; its calls still carry the same token
+        return fresh
+
+    def unsubscribe(self, source, subscription):
+        try:
+            source.http.post("channels/stop", json={"id": subscription["id"], "resourceId": subscription["resource_id"]})
+        except HttpError as exc:
+            if exc.status != 404:
+                raise
 
     def verify(self, request, secret):
         require_match(request.header("x-goog-channel-token"), secret, what="channel token")

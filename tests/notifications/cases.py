@@ -1,4 +1,4 @@
-"""Ten sources end to end: a first sync against the vendor's fake (the `responses` fakes of
+"""Eleven sources end to end: a first sync against the vendor's fake (the `responses` fakes of
 tests/connectors), then an edit in the fake, then the vendor's signed notification.
 
 A Case knows how to list the source (`first_sync`), how to edit one item in the fake
@@ -20,6 +20,7 @@ from tests.connectors import slack_api
 from tests.connectors import test_asana as asana_fake
 from tests.connectors import test_github as github_fake
 from tests.connectors import test_gitlab as gitlab_fake
+from tests.connectors import test_google_drive as drive_fake
 from tests.connectors import test_linear as linear_fake
 from tests.connectors import test_msgraph as msgraph_fake
 from tests.connectors import test_notion as notion_fake
@@ -383,4 +384,36 @@ ONEDRIVE = Case(
                                                  "me/drive/root"),
     subscription=_onedrive_subscription, patches=_onedrive_patches)
 
-CASES = [ASANA, STRIPE, ZENDESK, TRELLO, LINEAR, GITHUB, GITLAB, NOTION, SLACK, ONEDRIVE]
+# --- Google Drive: this server opens a changes.watch channel; Drive sends the channel token back ------
+DRIVE_PHRASE = "Also: quokka expense reports are due on the 5th"
+DRIVE_CHANNEL = {}
+
+
+def _drive_first(rsps):
+    drive_fake.serve_drive(rsps)
+
+
+def _drive_edit(rsps):
+    drive_fake.serve_drive(rsps, onboarding=drive_fake.ONBOARDING + " " + DRIVE_PHRASE + ".")
+    rsps.add("GET", f"{drive_fake.API}/changes", json=drive_fake.fixture("changes.json"),
+             match=[responses.matchers.query_param_matcher({"pageToken": "5012", "includeRemoved": "true"},
+                                                           strict_match=False)])
+
+
+def _drive_subscription(rsps):
+    def answer(request):
+        body = json.loads(request.body)
+        DRIVE_CHANNEL.update(id=body["id"], resource_id="o3hgv1538sdjfh")
+        return 200, {}, json.dumps({"kind": "api#channel", "id": body["id"], "resourceId": "o3hgv1538sdjfh",
+                                    "resourceUri": f"{drive_fake.API}/changes?alt=json&pageToken=5012",
+                                    "token": body["token"], "expiration": str(body["expiration"])})
+
+    rsps.add_callback("POST", f"{drive_fake.API}/changes/watch", callback=answer)
+
+
+DRIVE = Case(
+    "google_drive", {"access_token": "ya29.a0-test"}, _drive_first, _drive_edit, DRIVE_PHRASE, drive_fake.DOC,
+    lambda token, url: vendor_calls.drive(token, DRIVE_CHANNEL.get("id", ""), DRIVE_CHANNEL.get("resource_id", "")),
+    subscription=_drive_subscription)
+
+CASES = [ASANA, STRIPE, ZENDESK, TRELLO, LINEAR, GITHUB, GITLAB, NOTION, SLACK, ONEDRIVE, DRIVE]

@@ -1,4 +1,4 @@
-"""Change notifications end to end, for ten sources: sync against the vendor's fake, edit an item
+"""Change notifications end to end, for eleven sources: sync against the vendor's fake, edit an item
 in the fake, POST the vendor's signed notification to the connection's public URL, and the edit
 is found by search with no scheduled run; a forged signature answers 401 and syncs nothing."""
 from __future__ import annotations
@@ -23,7 +23,7 @@ def no_debounce(settings):
 
 @pytest.fixture
 def rsps():
-    with responses.RequestsMock() as mock:
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as mock:  # fakes answer more than one run asks
         yield mock
 
 
@@ -42,7 +42,7 @@ def set_secret(client, connection, case, vendor: APIClient, path: str, rsps) -> 
         r = client.post(f"/source-connections/{connection.id}/notifications/subscription")
         assert r.status_code == 200 and r.json()["subscription"]["id"], r.content
         sent = json.loads(rsps.calls[-1].request.body)
-        assert sent["notificationUrl"] == r.json()["url"]
+        assert (sent.get("notificationUrl") or sent.get("address")) == r.json()["url"]
         return sent.get("clientState") or sent.get("token")
     if case.handshake is not None:
         return case.handshake(vendor, path)

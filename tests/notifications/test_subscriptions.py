@@ -103,3 +103,28 @@ def test_a_refusal_is_422_and_sources_without_subscriptions_say_so(rsps, make_co
                      config={"repositories": ["octocat/Hello-World"]})
     r = client.post(f"/source-connections/{github.id}/notifications/subscription")
     assert r.status_code == 422 and "register the notification URL" in json.dumps(r.json())
+
+
+DRIVE = "https://www.googleapis.com/drive/v3"
+
+
+def test_a_drive_channel_is_replaced_before_it_ends_and_the_old_one_stopped(rsps, make_collection):
+    connection = connect(make_collection(), "google_drive", {"access_token": "ya29.a0-test"})
+    SourceConnection.objects.filter(pk=connection.pk).update(notify_subscription={
+        "id": "old-channel", "resource_id": "res-1", "url": "https://x.example/n",
+        "expires_at": (timezone.now() + timedelta(hours=2)).strftime("%Y-%m-%dT%H:%M:%SZ")})
+    from connectors.notifications.services import notification_secret_set
+
+    notification_secret_set(source_connection=connection, secret="channel-token-1")
+    rsps.add("GET", f"{DRIVE}/changes/startPageToken", json={"kind": "drive#startPageToken", "startPageToken": "5020"})
+    watch = rsps.add_callback("POST", f"{DRIVE}/changes/watch", callback=lambda request: (200, {}, json.dumps({
+        "kind": "api#channel", "id": json.loads(request.body)["id"], "resourceId": "res-2",
+        "expiration": str(json.loads(request.body)["expiration"])})))
+    stop = rsps.add("POST", f"{DRIVE}/channels/stop", status=204)
+    assert notification_subscriptions_renew() == 1
+    sent = json.loads(watch.calls[0].request.body)
+    assert (sent["type"], sent["address"], sent["token"]) == ("web_hook", "https://x.example/n", "channel-token-1")
+    assert "pageToken=5020" in watch.calls[0].request.url
+    assert json.loads(stop.calls[0].request.body) == {"id": "old-channel", "resourceId": "res-1"}
+    connection.refresh_from_db()
+    assert connection.notify_subscription["id"] == sent["id"] and connection.notify_subscription["resource_id"] == "res-2"

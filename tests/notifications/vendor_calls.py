@@ -98,6 +98,17 @@ def graph(client_state: str, subscription_id: str, resource: str) -> tuple[dict,
         "tenantId": "84bd8158-6d4d-4958-8b9f-9d6445542f95"}]})
 
 
+def drive(channel_token: str, channel_id: str, resource_id: str, state: str = "change",
+          number: int = 2) -> tuple[dict, bytes]:
+    """Google Drive push: no body, no signature; the channel's token comes back in X-Goog-Channel-Token
+    (https://developers.google.com/workspace/drive/api/guides/push#understanding-drive-api-notification-events)."""
+    return {"X-Goog-Channel-ID": channel_id, "X-Goog-Channel-Token": channel_token,
+            "X-Goog-Channel-Expiration": "Tue, 08 Dec 2026 01:00:00 GMT", "X-Goog-Resource-ID": resource_id,
+            "X-Goog-Resource-URI": "https://www.googleapis.com/drive/v3/changes?alt=json&pageToken=5012",
+            "X-Goog-Resource-State": state, "X-Goog-Message-Number": str(number),
+            "Content-Type": "application/json"}, b""
+
+
 def forge(headers: dict) -> dict:
     """The same headers with every signature-like value changed in its last character."""
     out = {}
