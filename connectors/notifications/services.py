@@ -15,6 +15,7 @@ import hmac
 import json
 import logging
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -112,21 +113,22 @@ def notification_receive(*, source_connection_id, token: str, request: Notificat
     if handler is None:
         raise NotificationNotFound(f"source '{connection.short_name}' sends no change notifications")
     secret = notification_secret_get(connection)
-    handshake = handler.handshake(request, secret)
+    with _unexpected_shapes_are_bad_requests():
+        handshake = handler.handshake(request, secret)
     if handshake is not None:
+        if handshake.secret and secret and not hmac.compare_digest(handshake.secret.encode(), secret.encode()):
+            # Refused, so the vendor's subscription fails visibly instead of every later call being refused.
+            raise NotificationRejected("this connection already has a signing secret: clear it with PUT "
+                                       f"/source-connections/{connection.id}/notifications before subscribing again")
         if handshake.secret and not secret:
             notification_secret_set(source_connection=connection, secret=handshake.secret)
         return handshake.reply
     if not secret:
         raise NotificationRejected("this connection has no signing secret yet: set it with "
                                    f"PUT /source-connections/{connection.id}/notifications")
-    try:
+    with _unexpected_shapes_are_bad_requests():
         handler.verify(request, secret)
         changes = handler.changes(request)
-    except (NotificationRejected, NotificationBadRequest, NotificationNotFound):
-        raise
-    except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:  # a body of an unexpected shape
-        raise NotificationBadRequest(f"the notification body has an unexpected shape ({type(exc).__name__})") from None
     if not changes.changed:
         received = Received("ignored")
     else:
@@ -135,6 +137,17 @@ def notification_receive(*, source_connection_id, token: str, request: Notificat
                  changes.events, changes.entity_ids[:10])
     return NotificationReply(status=handler.success_status, content_type="application/json",
                              body=json.dumps({"status": received.outcome, "job_id": received.job_id}))
+
+
+@contextmanager
+def _unexpected_shapes_are_bad_requests():
+    """A handler tripping over a body of an unexpected shape answers 400, never 500."""
+    try:
+        yield
+    except (NotificationRejected, NotificationBadRequest, NotificationNotFound):
+        raise
+    except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
+        raise NotificationBadRequest(f"the notification body has an unexpected shape ({type(exc).__name__})") from None
 
 
 def notification_sync_request(*, source_connection: SourceConnection) -> Received:

@@ -20,6 +20,14 @@ def _ok(body: str = "", content_type: str = "text/plain", status: int = 200, **h
     return NotificationReply(status=status, body=body, content_type=content_type, headers=headers)
 
 
+def _json_or_none(request):
+    """The body as JSON, or None when it is empty or not JSON (a handshake check must not fail on it)."""
+    try:
+        return request.json() if request.body else None
+    except NotificationBadRequest:
+        return None
+
+
 def _object(value) -> dict:
     if not isinstance(value, dict):
         raise NotificationBadRequest("the body is not a JSON object")
@@ -40,7 +48,7 @@ class SlackNotifications(NotificationHandler):
         require_match(request.header("x-slack-signature"), expected)
 
     def handshake(self, request, secret):
-        body = request.json() if request.body else None
+        body = _json_or_none(request)
         if isinstance(body, dict) and body.get("type") == "url_verification":
             if secret:  # Slack signs the verification call too
                 self.verify(request, secret)
@@ -120,7 +128,7 @@ class NotionNotifications(NotificationHandler):
     secret_origin = "handshake"
 
     def handshake(self, request, secret):
-        body = request.json() if request.body else None
+        body = _json_or_none(request)
         if isinstance(body, dict) and set(body) == {"verification_token"}:
             return Handshake(_ok('{"ok": true}', "application/json"), secret=str(body["verification_token"]))
         return None

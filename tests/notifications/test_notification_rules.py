@@ -2,6 +2,8 @@
 (a burst is one run; a running job gets one follow-up, never more), the settings API, rotation."""
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import time
 
@@ -84,12 +86,16 @@ def test_a_stale_linear_webhook_timestamp_is_refused(make_collection, client, ve
     assert _post(vendor, notification_path(connection), old).status_code == 401
 
 
+def test_an_unsigned_body_that_is_not_json_is_401_not_400(make_collection, client, vendor):
+    connection = connect(make_collection(), "slack", {"access_token": "xoxp-test"})
+    client.put(f"/source-connections/{connection.id}/notifications", {"signing_secret": "s3cr3t-slack"}, format="json")
+    r = vendor.post(notification_path(connection), b"<html>", content_type="text/html")
+    assert r.status_code == 401 and _jobs(connection) == 0
+
+
 def test_a_signed_body_that_is_not_json_is_400(make_collection, client, vendor):
     connection = _github(make_collection, client)
     body = b"not json"
-    import hashlib
-    import hmac
-
     signature = "sha256=" + hmac.new(GITHUB_SECRET.encode(), body, hashlib.sha256).hexdigest()
     r = vendor.post(notification_path(connection), body, content_type="application/json",
                     headers={"X-Hub-Signature-256": signature, "X-GitHub-Event": "issues"})
@@ -120,7 +126,8 @@ def test_asana_handshake_keeps_the_first_secret(make_collection, vendor):
     connection = connect(make_collection(), "asana", {"personal_access_token": "2/1201/1207:abc"})
     path = notification_path(connection)
     assert vendor.post(path, b"", content_type="application/json", HTTP_X_HOOK_SECRET="first-secret")["X-Hook-Secret"] == "first-secret"
-    vendor.post(path, b"", content_type="application/json", HTTP_X_HOOK_SECRET="second-secret")  # someone else's handshake does not replace it
+    # A second handshake (someone else's, or a new webhook while a secret is set) is refused and replaces nothing.
+    assert vendor.post(path, b"", content_type="application/json", HTTP_X_HOOK_SECRET="second-secret").status_code == 401
     heartbeat = vendor_calls.asana("first-secret", {"events": []})
     r = _post(vendor, path, heartbeat)
     assert r.status_code == 200 and r.json()["status"] == "ignored"
