@@ -205,3 +205,17 @@ def test_rotating_the_token_retires_the_old_url(make_collection, client, vendor)
 def test_sources_that_notify_declare_supports_continuous(client):
     assert client.get("/sources/slack").json()["supports_continuous"] is True
     assert client.get("/sources/local_files").json()["supports_continuous"] is False
+
+
+def test_a_scheduled_or_api_job_that_ends_runs_the_follow_up_notifications_asked_for(make_collection, client):
+    from connectors.sync.services import sync_job_start
+    from connectors.sync.tasks import run_sync_job
+
+    connection = _github(make_collection, client)
+    job = sync_job_start(source_connection=connection, enqueue=False)
+    Sync.objects.filter(pk=connection.sync.pk).update(notify_follow_up=True)  # a notification came while it ran
+    with responses.RequestsMock() as rsps:
+        rsps.add("GET", "https://api.github.com/repos/ossani24/github3.py/issues", json=[])
+        assert run_sync_job(str(job.id)) == "completed"
+    assert _jobs(connection) == 2 and Sync.objects.get(pk=connection.sync.pk).notify_follow_up is False
+    assert set(SyncJob.objects.filter(source_connection=connection).values_list("status", flat=True)) == {"completed"}
