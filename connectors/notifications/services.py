@@ -129,7 +129,7 @@ def notification_receive(*, source_connection_id, token: str, request: Notificat
     with _unexpected_shapes_are_bad_requests():
         handler.verify(request, secret)
         changes = handler.changes(request)
-    if not changes.changed:
+    if not changes.changed or not _syncs(connection):
         received = Received("ignored")
     else:
         received = notification_sync_request(source_connection=connection)
@@ -137,6 +137,14 @@ def notification_receive(*, source_connection_id, token: str, request: Notificat
                  changes.events, changes.entity_ids[:10])
     return NotificationReply(status=handler.success_status, content_type="application/json",
                              body=json.dumps({"status": received.outcome, "job_id": received.job_id}))
+
+
+def _syncs(connection: SourceConnection) -> bool:
+    """Whether a change should start a sync: not while the connection waits for (re-)authentication,
+    nor for a connection searched at query time instead of synced (Slack's federated choice)."""
+    if not connection.is_authenticated:
+        return False
+    return not get_source(connection.short_name).federates(connection.config)
 
 
 @contextmanager

@@ -102,6 +102,13 @@ def test_a_signed_body_that_is_not_json_is_400(make_collection, client, vendor):
     assert r.status_code == 400 and _jobs(connection) == 0
 
 
+def test_a_connection_waiting_for_authentication_is_not_synced(make_collection, client, vendor):
+    connection = _github(make_collection, client)
+    SourceConnection.objects.filter(pk=connection.pk).update(is_authenticated=False, status="needs_reauth")
+    r = _post(vendor, notification_path(connection), vendor_calls.github(GITHUB_SECRET, ISSUE_EVENT))
+    assert (r.status_code, r.json()["status"]) == (200, "ignored") and _jobs(connection) == 0
+
+
 # --- handshakes ------------------------------------------------------------------------------------
 def test_github_ping_is_answered_and_syncs_nothing(make_collection, client, vendor):
     connection = _github(make_collection, client)
