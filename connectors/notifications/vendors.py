@@ -306,6 +306,15 @@ class OneDriveNotifications(MicrosoftGraphNotifications):
     resource = "/me/drive/root"
 
 
+class OutlookMailNotifications(MicrosoftGraphNotifications):
+    """Graph subscriptions on the signed-in user's messages, every folder (`created,updated,deleted`;
+    Graph allows up to 10,080 minutes for messages, we ask 3 days and renew a day before)."""
+
+    vendor = "Microsoft Graph subscriptions (Outlook mail)"
+    resource = "/me/messages"
+    change_type = "created,updated,deleted"
+
+
 class GoogleDriveNotifications(NotificationHandler):
     """Google Drive `changes.watch` channels: `X-Goog-Channel-Token` must equal the channel's token;
     `X-Goog-Resource-State: sync` (the channel's first message) syncs nothing.

@@ -1,4 +1,4 @@
-"""Eleven sources end to end: a first sync against the vendor's fake (the `responses` fakes of
+"""Twelve sources end to end: a first sync against the vendor's fake (the `responses` fakes of
 tests/connectors), then an edit in the fake, then the vendor's signed notification.
 
 A Case knows how to list the source (`first_sync`), how to edit one item in the fake
@@ -384,6 +384,38 @@ ONEDRIVE = Case(
                                                  "me/drive/root"),
     subscription=_onedrive_subscription, patches=_onedrive_patches)
 
+# --- Outlook mail: a Graph subscription on /me/messages; a message's body changes --------------------
+OUTLOOK_PHRASE = "The quokka package now cleans its user directory on detach"
+OUTLOOK_MESSAGE = next(m["id"] for m in msgraph_fake.fixture("outlook_mail/inbox_delta_incremental.json")["value"]
+                       if m["id"].endswith("0117BE3FAAA="))
+
+
+def _outlook_patches(mp):
+    from connectors.sources.outlook_mail import OutlookMailSource
+
+    mp.setattr(OutlookMailSource, "rate_limit_level", None)
+
+
+def _outlook_edit(rsps):
+    fixture, om = msgraph_fake.fixture, msgraph_fake.OM
+    msgraph_fake.outlook_folders(rsps)
+    for name in ("inbox", "projects", "sent"):
+        link = fixture(f"{om}/{name}_delta{'_page_2' if name == 'inbox' else ''}.json")["@odata.deltaLink"]
+        body = fixture(f"{om}/{name}_delta_incremental.json")
+        for message in body["value"]:
+            if message["id"] == OUTLOOK_MESSAGE:
+                message["body"] = {"contentType": "text", "content": OUTLOOK_PHRASE + "."}
+                message["lastModifiedDateTime"] = "2025-01-04T08:00:00Z"
+        rsps.add("GET", link, json=body)
+
+
+OUTLOOK = Case(
+    "outlook_mail", {"access_token": "eyJ0eXAiOiJKV1QiLCJub25jZSI6Ik1pY3Jvc29mdA"}, msgraph_fake.outlook_first_round,
+    _outlook_edit, OUTLOOK_PHRASE, OUTLOOK_MESSAGE,
+    lambda client_state, url: vendor_calls.graph(client_state, "7f105c7d-2dc5-4530-97cd-4e7ae6534c07", "me/messages"),
+    subscription=_onedrive_subscription, patches=_outlook_patches)
+
+
 # --- Google Drive: this server opens a changes.watch channel; Drive sends the channel token back ------
 DRIVE_PHRASE = "Also: quokka expense reports are due on the 5th"
 DRIVE_CHANNEL = {}
@@ -416,4 +448,4 @@ DRIVE = Case(
     lambda token, url: vendor_calls.drive(token, DRIVE_CHANNEL.get("id", ""), DRIVE_CHANNEL.get("resource_id", "")),
     subscription=_drive_subscription)
 
-CASES = [ASANA, STRIPE, ZENDESK, TRELLO, LINEAR, GITHUB, GITLAB, NOTION, SLACK, ONEDRIVE, DRIVE]
+CASES = [ASANA, STRIPE, ZENDESK, TRELLO, LINEAR, GITHUB, GITLAB, NOTION, SLACK, ONEDRIVE, OUTLOOK, DRIVE]
