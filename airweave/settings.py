@@ -314,6 +314,9 @@ AIRWEAVE_OAUTH_FLOW_MINUTES = env.int("AIRWEAVE_OAUTH_FLOW_MINUTES", default=30)
 # authorization links. Default: the scheme and host of each request (http://127.0.0.1:8000 for
 # source OAuth flows started outside a request). Set it in production.
 AIRWEAVE_PUBLIC_URL = env("AIRWEAVE_PUBLIC_URL", default="")
+# Change notifications (docs/notifications.md): a notified sync waits this long before it lists,
+# so a burst of edits becomes one run.
+AIRWEAVE_NOTIFY_DEBOUNCE_SECONDS = env.float("AIRWEAVE_NOTIFY_DEBOUNCE_SECONDS", default=2.0)
 AIRWEAVE_OAUTH_ACCESS_TOKEN_SECONDS = env.int("AIRWEAVE_OAUTH_ACCESS_TOKEN_SECONDS", default=3600)
 AIRWEAVE_OAUTH_REFRESH_TOKEN_DAYS = env.int("AIRWEAVE_OAUTH_REFRESH_TOKEN_DAYS", default=30)
 # A client registration expires this long after the last token issued to it.

@@ -14,6 +14,7 @@ class ConnectorsConfig(AppConfig):
         from connectors.http import client_for_source
         from django_q.signals import post_spawn
 
+        from connectors.notifications.services import ensure_renewal_schedule
         from connectors.sync.schedules import ensure_sweeper_schedule, sweep_on_worker_spawn
 
         # The source contract receives its HTTP client and default auth from this layer above it.
@@ -22,3 +23,4 @@ class ConnectorsConfig(AppConfig):
         registry.autodiscover()
         post_migrate.connect(ensure_sweeper_schedule, sender=self)
         post_spawn.connect(sweep_on_worker_spawn, dispatch_uid="airweave-sweep-on-worker-spawn")
+        post_migrate.connect(ensure_renewal_schedule, sender=self)

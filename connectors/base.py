@@ -199,7 +199,7 @@ class BaseSource:
     """Base class of every source. Subclasses are registered with `@source(...)`.
 
     Class attributes set by the decorator: `name`, `short_name`, `description`, `auth_methods`,
-    `oauth_type`, `config_fields`, `auth_fields`, `labels`, `supports_continuous`,
+    `oauth_type`, `config_fields`, `auth_fields`, `labels`, `supports_continuous`, `notifications`,
     `federated_search`, `supports_access_control`, `entity_types`, `rate_limit_level`,
     `rate_limit`, `base_url`.
 
@@ -220,6 +220,9 @@ class BaseSource:
     auth_fields: ClassVar[tuple[ConfigField, ...]] = ()
     labels: ClassVar[tuple[str, ...]] = ()
     supports_continuous: ClassVar[bool] = False
+    # The vendor's change-notification handler class (a connectors.notifications.base.NotificationHandler
+    # subclass), or None; declaring one makes the source `supports_continuous` (docs/notifications.md).
+    notifications: ClassVar[type | None] = None
     federated_search: ClassVar[bool] = False
     supports_access_control: ClassVar[bool] = False
     supports_browse_tree: ClassVar[bool] = False

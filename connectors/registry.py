@@ -33,7 +33,8 @@ _PLUGIN_SOURCES: dict[str, list[str]] = {}
 def source(*, name: str, short_name: str, **capabilities):
     """Class decorator registering a BaseSource subclass under `short_name`.
 
-    `capabilities` are BaseSource class attributes (auth_methods, config_fields, ...).
+    `capabilities` are BaseSource class attributes (auth_methods, config_fields, ...); a source
+    declaring `notifications` (a change-notification handler) is `supports_continuous`.
     Raises ValueError on a duplicate short name or an unknown capability.
     """
 
@@ -44,6 +45,8 @@ def source(*, name: str, short_name: str, **capabilities):
             if not hasattr(BaseSource, key):
                 raise ValueError(f"unknown source capability '{key}' on {cls.__name__}")
             setattr(cls, key, value)
+        if capabilities.get("notifications") and "supports_continuous" not in capabilities:
+            cls.supports_continuous = True  # a vendor that notifies changes keeps the collection current
         cls.name = name
         cls.short_name = short_name
         _SOURCES[short_name] = cls

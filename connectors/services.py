@@ -202,7 +202,11 @@ def source_connection_reinitiate_oauth(*, source_connection: SourceConnection, r
 
 
 def source_connection_delete(*, source_connection: SourceConnection) -> None:
-    """Delete a connection with its sync, jobs, entities and chunks."""
+    """Delete a connection with its sync, jobs, entities and chunks, and the vendor subscription
+    the product made for its change notifications (best effort, see notification_unsubscribe)."""
+    from connectors.notifications.services import notification_unsubscribe
+
+    notification_unsubscribe(source_connection=source_connection)
     payload, organization_id = source_connection_event_payload(source_connection), source_connection.organization_id
     source_connection.delete()
     publish_domain_event(organization_id, "source_connection.deleted", payload)

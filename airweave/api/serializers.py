@@ -733,3 +733,23 @@ class RecoveryTaskSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=["running", "completed"],
                                      help_text="running: messages were queued; completed: nothing to send.")
     queued_messages = serializers.IntegerField()
+
+
+class NotificationSettingsSerializer(serializers.Serializer):
+    """GET /source-connections/{id}/notifications (docs/notifications.md)."""
+
+    supported = serializers.BooleanField(help_text="Whether the source's vendor sends change notifications.")
+    vendor = serializers.CharField(allow_null=True)
+    url = serializers.CharField(allow_null=True, help_text="The URL to register at the vendor; keep it private.")
+    secret_origin = serializers.ChoiceField(choices=["vendor", "handshake", "chosen", "product"], allow_null=True)
+    secret_set = serializers.BooleanField(help_text="Whether a signing secret is set or was learned.")
+    last_notified_at = serializers.DateTimeField(allow_null=True)
+    manages_subscription = serializers.BooleanField(
+        help_text="Whether this server creates and renews the vendor's subscription (POST .../notifications/subscription).")
+    subscription = serializers.JSONField(allow_null=True, help_text="{id, expires_at} of that subscription, or null.")
+
+
+class NotificationSecretSerializer(serializers.Serializer):
+    """PUT /source-connections/{id}/notifications: the vendor's signing secret (null or "" clears it)."""
+
+    signing_secret = serializers.CharField(allow_null=True, allow_blank=True, max_length=512, trim_whitespace=True)

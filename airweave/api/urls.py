@@ -5,7 +5,8 @@ from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
 from airweave.api import schema  # noqa: F401  (registers the OpenAPI security scheme)
 from airweave.api.compat import ApiUUIDConverter
 from airweave.api.views import (
-    account, api_keys, collections, documents, health, metrics, search, source_connections, sources, sync, webhooks,
+    account, api_keys, collections, documents, health, metrics, notifications, search, source_connections, sources, sync,
+    webhooks,
 )
 
 register_converter(ApiUUIDConverter, "id")
@@ -34,6 +35,10 @@ urlpatterns = [
     path("source-connections/<id:id>/verify-oauth", source_connections.SourceConnectionVerifyOAuthView.as_view()),
     path("source-connections/<id:id>/reinitiate-oauth", source_connections.SourceConnectionReinitiateOAuthView.as_view()),
     path("source-connections/<id:id>/run", source_connections.SourceConnectionRunView.as_view()),
+    path("source-connections/<id:id>/notify/<str:token>", notifications.notify_view),
+    path("source-connections/<id:id>/notifications", notifications.NotificationSettingsView.as_view()),
+    path("source-connections/<id:id>/notifications/subscription", notifications.NotificationSubscriptionView.as_view()),
+    path("source-connections/<id:id>/notifications/rotate", notifications.NotificationTokenRotateView.as_view()),
     path("source-connections/<id:id>/jobs", source_connections.SourceConnectionJobsView.as_view()),
     path("source-connections/<id:id>/jobs/<id:job_id>/cancel", source_connections.SourceConnectionJobCancelView.as_view()),
     path("sync/job/<id:job_id>/subscribe", sync.SyncJobSubscribeView.as_view()),

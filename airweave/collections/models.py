@@ -7,6 +7,7 @@ its chunk; it has no Django model so that deleting chunks never loads postings i
 from __future__ import annotations
 
 import re
+import secrets
 import uuid
 
 from django.conf import settings
@@ -18,6 +19,11 @@ from pgvector.django import VectorField
 from airweave.tenancy.models import Organization
 
 READABLE_ID_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+
+
+def new_notify_token() -> str:
+    """An unguessable token (43 URL-safe characters, 256 bits) for a connection's notification URL."""
+    return secrets.token_urlsafe(32)
 
 
 class TenantModel(models.Model):
@@ -79,6 +85,13 @@ class SourceConnection(TenantModel):
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING_SYNC)
     error_category = models.CharField(max_length=64, blank=True, default="")
     error_message = models.TextField(blank=True, default="")
+    # The secret part of the change-notification URL /source-connections/{id}/notify/{token}
+    # (docs/notifications.md). The vendor's signing secret for those calls is Fernet-encrypted like
+    # the credentials, apart from them, so replacing or refreshing credentials never drops it.
+    notify_token = models.CharField(max_length=64, default=new_notify_token)
+    encrypted_notify_secret = models.TextField(blank=True, default="")
+    # The vendor subscription the product created for those calls (Graph, Drive): id, expires_at, url.
+    notify_subscription = models.JSONField(null=True, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     modified_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
 
@@ -97,6 +110,9 @@ class Sync(TenantModel):
     continuous = models.BooleanField(default=False)
     cursor_field = models.CharField(max_length=100, blank=True, default="")
     next_run_at = models.DateTimeField(null=True, blank=True)
+    # A change notification arrived while a job ran: one more incremental run follows it (never more).
+    notify_follow_up = models.BooleanField(default=False)
+    last_notified_at = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:
         return f"sync of {self.source_connection}"

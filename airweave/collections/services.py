@@ -241,7 +241,7 @@ def entities_delete(*, source_connection, entity_ids: list[str]) -> int:
 
 # Every column that holds a Fernet token (airweave/crypto.py). A new encrypted column is added here,
 # so that key rotation (credentials_reencrypt) reaches it.
-ENCRYPTED_FIELDS = [(SourceConnection, "encrypted_credentials")]
+ENCRYPTED_FIELDS = [(SourceConnection, "encrypted_credentials"), (SourceConnection, "encrypted_notify_secret")]
 
 
 @dataclass

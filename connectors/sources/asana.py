@@ -27,6 +27,7 @@ from typing import Iterator
 from connectors.auth.tokens import BearerAuth
 from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField
 from connectors.http import HttpError
+from connectors.notifications.vendors import AsanaNotifications
 from connectors.registry import source
 from connectors.sources._saas import Watermarks, WatermarkSource, compact, html_text, items, parse_time
 
@@ -83,6 +84,7 @@ class AsanaTaskEntity(BaseEntity):
 @source(
     name="Asana",
     short_name="asana",
+    notifications=AsanaNotifications,
     description="Projects and tasks of Asana workspaces, with the tasks' comments.",
     auth_methods=("direct", "oauth_browser", "oauth_token", "oauth_byoc"),
     oauth_type="with_refresh",

@@ -34,6 +34,7 @@ from typing import Iterator
 from connectors.auth.tokens import BearerAuth
 from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField, SourceError
 from connectors.http import HttpError
+from connectors.notifications.vendors import GitHubNotifications
 from connectors.registry import source
 from connectors.sources._saas import parse_time
 
@@ -80,6 +81,7 @@ class GitHubCommentEntity(BaseEntity):
 @source(
     name="GitHub",
     short_name="github",
+    notifications=GitHubNotifications,
     description="Issues and pull requests of GitHub repositories, with their comments.",
     auth_methods=("direct", "oauth_browser", "oauth_token", "oauth_byoc"),
     oauth_type="access_only",

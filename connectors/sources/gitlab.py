@@ -40,6 +40,7 @@ from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField, Fil
 from connectors.converters import SUPPORTED_EXTENSIONS
 from connectors.http import BlockedAddress, HttpError
 from connectors.http.ssrf import check_url
+from connectors.notifications.vendors import GitLabNotifications
 from connectors.registry import source
 from connectors.sources._saas import parse_time
 
@@ -112,6 +113,7 @@ class GitLabFileEntity(FileEntity):
 @source(
     name="GitLab",
     short_name="gitlab",
+    notifications=GitLabNotifications,
     description="Projects, issues, merge requests, comments and repository files of GitLab.com or a self-hosted "
                 "GitLab.",
     auth_methods=("direct", "oauth_browser", "oauth_token", "oauth_byoc"),

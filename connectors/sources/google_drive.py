@@ -35,6 +35,7 @@ from typing import Iterator
 
 from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField, FileEntity, UnreadableEntity
 from connectors.http import HttpError
+from connectors.notifications.vendors import GoogleDriveNotifications
 from connectors.registry import source
 from connectors.sources._cloud_files import FileFetcher, unsupported_reason
 from connectors.sources._google import google_json
@@ -72,6 +73,7 @@ class GoogleDriveFileEntity(FileEntity):
 @source(
     name="Google Drive",
     short_name="google_drive",
+    notifications=GoogleDriveNotifications,
     description="Files of Google Drive: Docs, Sheets and Slides exported to text, and uploaded files "
                 "(PDF, Office, text, ...), with folders as breadcrumbs and Drive sharing as access control.",
     auth_methods=("oauth_browser", "oauth_token", "oauth_byoc"),

@@ -32,6 +32,7 @@ from typing import Iterator
 from connectors.auth.tokens import HeaderAuth
 from connectors.base import AuthFailure, BaseEntity, BaseSource, Breadcrumb, ConfigField, SourceError
 from connectors.http import RateLimited, cursor_pages
+from connectors.notifications.vendors import LinearNotifications
 from connectors.registry import source
 from connectors.sources._saas import parse_time
 
@@ -139,6 +140,7 @@ class LinearCommentEntity(BaseEntity):
 @source(
     name="Linear",
     short_name="linear",
+    notifications=LinearNotifications,
     description="Teams, projects, issues and comments of a Linear workspace.",
     auth_methods=("direct", "oauth_browser", "oauth_token", "oauth_byoc"),
     oauth_type="with_refresh",

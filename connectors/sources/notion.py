@@ -35,6 +35,7 @@ from typing import Iterator
 from connectors.auth.tokens import BearerAuth
 from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField
 from connectors.http import HttpError, cursor_pages
+from connectors.notifications.vendors import NotionNotifications
 from connectors.registry import source
 from connectors.sources._saas import parse_time
 
@@ -142,6 +143,7 @@ class NotionDatabaseEntity(BaseEntity):
 @source(
     name="Notion",
     short_name="notion",
+    notifications=NotionNotifications,
     description="Pages and databases of a Notion workspace shared with the integration, with their content.",
     auth_methods=("direct", "oauth_browser", "oauth_token", "oauth_byoc"),
     oauth_type="access_only",

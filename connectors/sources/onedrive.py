@@ -20,6 +20,7 @@ from typing import Iterator
 from urllib.parse import quote
 
 from connectors.base import BaseEntity, Breadcrumb, ConfigField
+from connectors.notifications.vendors import OneDriveNotifications
 from connectors.registry import source
 from connectors.sources._msgraph import (GRAPH_RATE_LIMIT, MICROSOFT_AUTH_METHODS, MICROSOFT_OAUTH_TYPE, DeltaRound,
                                          GraphFileEntity, GraphSource, download_fetcher, graph_time, is_removed)
@@ -94,6 +95,7 @@ def _file_entity(src, drive_id: str, item: dict, folders: dict, prefix: list[Bre
 @source(
     name="OneDrive",
     short_name="onedrive",
+    notifications=OneDriveNotifications,
     description="Files of your OneDrive (PDF, Word, PowerPoint, Excel, text...), kept fresh with delta queries.",
     auth_methods=MICROSOFT_AUTH_METHODS,
     oauth_type=MICROSOFT_OAUTH_TYPE,

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Iterator
 
 from connectors.base import BaseEntity, Breadcrumb, ConfigField, SkipEntity
+from connectors.notifications.vendors import OutlookMailNotifications
 from connectors.registry import source
 from connectors.sources._msgraph import (GRAPH_RATE_LIMIT, MICROSOFT_AUTH_METHODS, MICROSOFT_OAUTH_TYPE, DeltaRound,
                                          GraphFileEntity, GraphSource, download_fetcher, graph_time, is_removed, pages)
@@ -71,6 +72,7 @@ class OutlookAttachmentEntity(GraphFileEntity):
 @source(
     name="Outlook Mail",
     short_name="outlook_mail",
+    notifications=OutlookMailNotifications,
     description="E-mail of your Outlook / Microsoft 365 mailbox with file attachments, kept fresh with delta queries.",
     auth_methods=MICROSOFT_AUTH_METHODS,
     oauth_type=MICROSOFT_OAUTH_TYPE,

@@ -61,6 +61,7 @@ from connectors.auth.tokens import OAuth2Auth, default_auth_for
 from connectors.base import (AccessMembership, AuthFailure, BaseEntity, BaseSource, Breadcrumb, ConfigField,
                              SourceError)
 from connectors.http import cursor_pages
+from connectors.notifications.vendors import SlackNotifications
 from connectors.registry import source
 
 PAGE_SIZE = 200  # Slack's recommended page size for conversations.* and users.list (max 1000)
@@ -191,6 +192,7 @@ def _user_token(credentials: dict) -> dict:
 @source(
     name="Slack",
     short_name="slack",
+    notifications=SlackNotifications,
     description="Messages and threads of Slack channels, synced into the collection or searched at query time.",
     auth_methods=("oauth_browser", "oauth_token", "oauth_byoc"),
     oauth_type="with_rotating_refresh",

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField
+from connectors.notifications.vendors import StripeNotifications
 from connectors.registry import source
 from connectors.sources._saas import ObjectTypesSource, Watermarks, compact, items, parse_time
 
@@ -101,6 +102,7 @@ DELETION_EVENTS = frozenset({"customer.deleted", "product.deleted", "invoice.del
 @source(
     name="Stripe",
     short_name="stripe",
+    notifications=StripeNotifications,
     description="Customers, invoices, charges, products and subscriptions of a Stripe account.",
     auth_methods=("direct",),
     auth_fields=(ConfigField("api_key", "Secret or restricted key", "string",

@@ -25,6 +25,7 @@ from typing import Iterator
 from connectors.auth.tokens import HeaderAuth
 from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField
 from connectors.http import HttpError
+from connectors.notifications.vendors import TrelloNotifications
 from connectors.registry import source
 from connectors.sources._saas import Watermarks, WatermarkSource, compact, items, parse_time
 
@@ -75,6 +76,7 @@ class TrelloCardEntity(BaseEntity):
 @source(
     name="Trello",
     short_name="trello",
+    notifications=TrelloNotifications,
     description="Boards and cards of Trello, with the cards' comments.",
     auth_methods=("direct", "oauth_browser", "oauth_byoc"),
     oauth_type="oauth1",

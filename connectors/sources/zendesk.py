@@ -30,6 +30,7 @@ from typing import Iterator
 from connectors.auth.tokens import BasicAuth
 from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField, SourceError
 from connectors.http import HttpError
+from connectors.notifications.vendors import ZendeskNotifications
 from connectors.registry import source
 from connectors.sources._saas import Roster, Watermarks, WatermarkSource, compact, html_text, items, parse_time
 
@@ -86,6 +87,7 @@ class ZendeskArticleEntity(BaseEntity):
 @source(
     name="Zendesk",
     short_name="zendesk",
+    notifications=ZendeskNotifications,
     description="Support tickets with their conversations, and Help Center articles, of a Zendesk account.",
     auth_methods=("direct", "oauth_byoc", "oauth_token"),
     oauth_type="access_only",
