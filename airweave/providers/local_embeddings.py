@@ -14,6 +14,7 @@ embedded with one backend is searched with another without re-embedding.
 """
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import os
@@ -108,9 +109,12 @@ class LocalEmbedder:
         self.active_backend = "torch"
         return SentenceTransformer(path, device="cpu")
 
-    @property
+    @cached_property
     def tokenizer(self):
-        return self._model.tokenizer
+        """The model's tokenizer for chunking: a copy of the one embedding uses, so that chunking
+        on one thread while another embeds never shares a Rust tokenizer (whose truncation
+        settings embedding changes)."""
+        return copy.deepcopy(self._model.tokenizer)
 
     @property
     def max_tokens(self) -> int:
