@@ -267,9 +267,9 @@ class SyncPipeline:
             batch.append(_Pending(entity, content_hash, is_new))
             if len(batch) >= self.batch_size:
                 self._end_listing_span(len(batch))
-                self._index(batch)
+                if not self._index(batch):  # else the previous batch's checkpoint came once it was written
+                    self._checkpoint()
                 batch = []
-                self._checkpoint()
         self._end_listing_span(len(batch))
         self._index(batch)
         self._drain()
@@ -347,13 +347,15 @@ class SyncPipeline:
         if gone:
             self.counters.deleted += entities_delete(source_connection=self.connection, entity_ids=gone)
 
-    def _index(self, batch: list[_Pending]) -> None:
-        """Convert, chunk, embed and write a batch of new or changed entities.
+    def _index(self, batch: list[_Pending]) -> bool:
+        """Convert, chunk, embed and write a batch of new or changed entities; True when it had
+        chunks to embed (its last slice may still be embedding when this returns).
 
         The batch is converted, then chunked (one `sync.converting` and one `sync.chunking` span
-        each): a batch's texts are held at once, as its chunks are until they are embedded."""
+        each) while the previous batch's last slice embeds: a batch's texts are held at once, as
+        its chunks are until they are embedded."""
         if not batch:
-            return
+            return False
         texts: list[tuple[_Pending, str]] = []
         with self.counters.timed("converting", span=True, **{"airweave.entities": len(batch)}):
             for pending in batch:
@@ -362,7 +364,7 @@ class SyncPipeline:
                 except SkipEntity as exc:
                     self.counters.skip(pending.entity.entity_id, exc.reason)
         if not texts:
-            return
+            return False
         tokenizer = self.embedder.tokenizer  # loading the model is not chunking
         records: list[EntityRecord] = []
         with self.counters.timed("chunking", span=True, **{"airweave.entities": len(texts)}):
@@ -381,8 +383,10 @@ class SyncPipeline:
                 record = _record_of(pending)
                 record.chunks = [ChunkRecord(text=p.text, embedding=None) for p in pieces]
                 records.append(record)
-        if records:
-            self._embed_and_write(records, {p.entity.entity_id: p.is_new for p in batch})
+        if not records:
+            return False
+        self._embed_and_write(records, {p.entity.entity_id: p.is_new for p in batch})
+        return True
 
     def _embed_and_write(self, records: list[EntityRecord], is_new: dict[str, bool]) -> None:
         """Embed the records' chunks in slices of EMBED_SLICE_CHUNKS and write each record once its
@@ -390,8 +394,10 @@ class SyncPipeline:
         large one, and counters (chunks embedded, the entity at work) move and cancellation is
         checked between the slices of a large one.
 
-        Each slice is handed to the embedding thread before the previous one is written, and the
-        last one is still embedding when this returns (`_drain` writes it)."""
+        Each slice is handed to the embedding thread before the previous one (of this batch or
+        the last) is written; a checkpoint follows every write, so the one after a batch's last
+        slice reports that batch written. The last slice is still embedding when this returns:
+        the next call, or `_drain`, writes it."""
         records = sorted(records, key=lambda r: len(r.chunks))
         self._is_new.update(is_new)
         for record in records:
@@ -403,8 +409,7 @@ class SyncPipeline:
             self.counters.current_entity = part[-1][0].entity_id
             if previous is not None:
                 self._write_embedded(previous)
-                if start > 0:  # between the slices of one batch; the batch's end has its own checkpoint
-                    self._checkpoint()
+                self._checkpoint()
 
     def _submit(self, part: list[tuple[EntityRecord, ChunkRecord]]) -> _Slice:
         """Start embedding `part` on the embedding thread (its spans children of the current one)."""
