@@ -107,6 +107,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sample", type=int, default=384, help="chunks per speed round")
     parser.add_argument("--backends", default=",".join(BACKENDS))
     parser.add_argument("--no-quality", action="store_true", help="speed and agreement on the sample only")
+    parser.add_argument("--quality-backends", default=None, help="backends embedding the corpus (default: --backends)")
+    parser.add_argument("--docs", type=int, default=0,
+                        help="quality on a corpus of N documents: every document judged for a test query, "
+                             "then others drawn at random (seed 13); 0 = the whole corpus")
     parser.add_argument("--no-cache", action="store_true")
     args = parser.parse_args(argv)
 
@@ -120,6 +124,12 @@ def main(argv: list[str] | None = None) -> None:
 
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     dataset = load_dataset(Path(args.dataset))
+    full_corpus = len(dataset.corpus)
+    if args.docs and args.docs < full_corpus:
+        judged = {doc for judged in dataset.qrels["test"].values() for doc in judged}
+        others = sorted(set(dataset.corpus) - judged)
+        keep = judged | set(random.Random(13).sample(others, max(0, args.docs - len(judged))))
+        dataset.corpus = {doc: value for doc, value in dataset.corpus.items() if doc in keep}
     embedders = {}
     load_s = {}
     for backend in backends:
@@ -133,7 +143,7 @@ def main(argv: list[str] | None = None) -> None:
             raise SystemExit(f"{backend} did not load; see the warning above")
     tokenizer = embedders[backends[0]].tokenizer
     texts, owners = make_chunks(dataset, tokenizer, settings.AIRWEAVE_CHUNK_TOKENS, settings.AIRWEAVE_CHUNK_OVERLAP_TOKENS)
-    print(f"{len(dataset.corpus)} documents -> {len(texts)} chunks", flush=True)
+    print(f"{len(dataset.corpus)} of {full_corpus} documents -> {len(texts)} chunks", flush=True)
 
     sample = random.Random(13).sample(texts, min(args.sample, len(texts)))
     rates: dict[str, list[float]] = {b: [] for b in backends}
@@ -163,9 +173,11 @@ def main(argv: list[str] | None = None) -> None:
               "command": " ".join([".venv/bin/python", "bench/embedding_backends.py", *(argv or sys.argv[1:])]),
               "machine": {"cpus": os.cpu_count(), "bulk_threads": BULK_THREADS, "platform": platform.platform(),
                           "loadavg_at_start": os.getloadavg()},
+              "documents": len(dataset.corpus), "corpus_documents": full_corpus,
               "chunks": len(texts), "sample_chunks": len(sample), "rounds": args.rounds, "speed": speed}
 
     if not args.no_quality:
+        backends = [b.strip() for b in (args.quality_backends or ",".join(backends)).split(",") if b.strip()]
         digest = hashlib.sha256("\x00".join(texts).encode()).hexdigest()[:16]
         vectors = {}
         qids = list(dataset.qrels["test"])

@@ -37,9 +37,10 @@ def test_onnx_vectors_are_normalised_384_dims_and_close_to_torch(backend, min_co
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     cosines = (vectors * torch_vectors).sum(axis=1)
     assert cosines.min() >= min_cosine, cosines
-    # One text alone (the single-thread query path) embeds as it does within a batch.
+    # One text alone (the single-thread query path) embeds as it does within a batch; int8's
+    # activation scales are computed per batch, so its vectors move a little with batch mates.
     alone = embedder.embed_queries(SENTENCES[2:3])[0]
-    assert float(alone @ vectors[2]) > 0.9999
+    assert float(alone @ vectors[2]) >= (0.9999 if backend == "onnx" else 0.98)
     # The nearest sentence of each is itself, under either backend's vectors.
     assert list(np.argmax(vectors @ torch_vectors.T, axis=1)) == [0, 1, 2, 3]
     assert embedder.tokenizer is not embedder._model.tokenizer  # chunking never shares embedding's tokenizer
@@ -93,6 +94,7 @@ def test_a_failed_export_warns_and_runs_on_torch(monkeypatch, caplog, settings, 
     assert "RuntimeError: the tracer gave up" in caplog.text
 
 
+@pytest.mark.slow  # two real exports (~30-80 s on 2 shared cores); `make test-all` runs it
 def test_two_exports_at_once_export_once_and_follow_the_weights(tmp_path, monkeypatch):
     calls = []
     real_export = onnx_export._export
@@ -125,8 +127,20 @@ def test_two_exports_at_once_export_once_and_follow_the_weights(tmp_path, monkey
     (folder / "manifest.json").write_text(json.dumps({**manifest, "weights_sha256": "0" * 64}))
     onnx_export.exported_model(_packaged_path(), tmp_path, "all-MiniLM-L6-v2", "onnx")
     assert len(calls) == 2
+
+
+def test_the_exported_files_follow_the_packaged_weights(settings):
+    """The process's own export (made at first use) is named and manifested by the weights' digest."""
+    get_local_embedder(backend="onnx-int8").embed(["loaded"])
+    digest = onnx_export.weights_digest(_packaged_path())
+    folder = settings.AIRWEAVE_DATA_DIR / "models" / "all-MiniLM-L6-v2-onnx" / digest[:16]
+    assert onnx_export._is_current(folder, digest)
+    assert get_local_embedder(backend="onnx-int8")._model.file == folder / "model-int8.onnx"
+    assert not onnx_export._is_current(folder, "0" * 64)  # other weights: this folder would be re-exported
     with pytest.raises(ValueError, match="unknown ONNX variant"):
-        onnx_export.exported_model(_packaged_path(), tmp_path, "all-MiniLM-L6-v2", "onnx-fp16")
+        onnx_export.exported_model(_packaged_path(), folder.parent, "all-MiniLM-L6-v2", "onnx-fp16")
+    with pytest.raises(onnx_export.OnnxExportError, match="no weights file"):
+        onnx_export.weights_digest(folder)
 
 
 def _packaged_path():
