@@ -121,7 +121,14 @@ def _export(model_path: Path, folder: Path, digest: str) -> None:
         del model
         gc.collect()
         onnx.checker.check_model(str(fp32_tmp))
-        quantize_dynamic(str(fp32_tmp), str(int8_tmp), weight_type=QuantType.QInt8, per_channel=True)
+        # The quantiser logs a line per tensor on the root logger: held at ERROR for those seconds.
+        root = logging.getLogger()
+        level = root.level
+        root.setLevel(logging.ERROR)
+        try:
+            quantize_dynamic(str(fp32_tmp), str(int8_tmp), weight_type=QuantType.QInt8, per_channel=True)
+        finally:
+            root.setLevel(level)
         os.replace(fp32_tmp, fp32)
         os.replace(int8_tmp, int8)
     except OnnxExportError:
