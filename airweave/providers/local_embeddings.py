@@ -9,7 +9,7 @@ Backends (AIRWEAVE_LOCAL_EMBEDDING_BACKEND): "torch" (sentence-transformers on P
 weights). The ONNX files are exported from the packaged weights at first use into
 `<AIRWEAVE_DATA_DIR>/models/` (airweave.providers.onnx_export). When onnxruntime is missing or
 the export fails, the embedder logs a warning and runs on torch: a sync never fails for it.
-The backends' vectors of one text agree to cosine ≥ 0.99 (docs/embeddings.md), so a collection
+The backends' vectors of one text agree to cosine ≥ 0.987 (docs/embeddings.md), so a collection
 embedded with one backend is searched with another without re-embedding.
 """
 from __future__ import annotations
