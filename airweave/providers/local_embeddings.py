@@ -26,7 +26,7 @@ _LOCK = threading.Lock()
 SMALL_BATCH = 4
 BULK_THREADS = int(os.environ.get("AIRWEAVE_TORCH_THREADS", "0")) or (os.cpu_count() or 1)
 BACKENDS = ("torch", "onnx", "onnx-int8")
-DEFAULT_BACKEND = "onnx-int8"
+DEFAULT_BACKEND = "onnx"
 _INSTANCES: dict[tuple[str, str], "LocalEmbedder"] = {}
 logger = logging.getLogger(__name__)
 

@@ -60,10 +60,10 @@ def test_the_setting_picks_the_backend(settings):
         configured_backend()
 
 
-def test_the_default_backend_is_onnx_int8(settings):
-    assert local_embeddings.DEFAULT_BACKEND == "onnx-int8"
+def test_the_default_backend_is_onnx(settings):
+    assert local_embeddings.DEFAULT_BACKEND == "onnx"
     del settings.AIRWEAVE_LOCAL_EMBEDDING_BACKEND
-    assert configured_backend() == "onnx-int8"
+    assert configured_backend() == "onnx"
 
 
 def test_without_onnxruntime_the_embedder_warns_and_runs_on_torch(monkeypatch, caplog, torch_vectors):
