@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 env = environ.Env()
@@ -228,6 +229,12 @@ AIRWEAVE_EMBEDDING_BATCH_SIZE = env.int("AIRWEAVE_EMBEDDING_BATCH_SIZE", default
 # on the job. 2000 chunks of 256 tokens are about 2 MB of text and 100 s of local embedding.
 AIRWEAVE_MAX_CHUNKS_PER_ENTITY = env.int("AIRWEAVE_MAX_CHUNKS_PER_ENTITY", default=2000)
 AIRWEAVE_DEFAULT_EMBEDDING_MODEL = env("AIRWEAVE_DEFAULT_EMBEDDING_MODEL", default="local/all-MiniLM-L6-v2")
+# How the local model runs: onnx (default) | onnx-int8 | torch (exported from the packaged weights at first
+# use into AIRWEAVE_DATA_DIR/models; torch with a warning when that fails). docs/embeddings.md.
+AIRWEAVE_LOCAL_EMBEDDING_BACKEND = env("AIRWEAVE_LOCAL_EMBEDDING_BACKEND", default="onnx").strip().lower()
+if AIRWEAVE_LOCAL_EMBEDDING_BACKEND not in ("torch", "onnx", "onnx-int8"):
+    raise ImproperlyConfigured(f"AIRWEAVE_LOCAL_EMBEDDING_BACKEND={AIRWEAVE_LOCAL_EMBEDDING_BACKEND!r}: "
+                               "expected torch, onnx or onnx-int8")
 # No deletions when a full listing returns fewer than this fraction of the entities seen before.
 AIRWEAVE_PUSH_MAX_DOCUMENTS = env.int("AIRWEAVE_PUSH_MAX_DOCUMENTS", default=100)
 AIRWEAVE_PARTIAL_LISTING_RATIO = env.float("AIRWEAVE_PARTIAL_LISTING_RATIO", default=0.5)

@@ -4,6 +4,11 @@ source.generate_entities(cursor) → dedupe within the job → content hash → 
 keep / delete → files converted to text → chunked → embedded in batches → written.
 KEEP skips conversion and embedding entirely. Cancellation is checked between batches.
 
+Embedding overlaps the rest: one background thread per job embeds a slice of chunks while this
+thread writes the previous slice, then lists, converts and chunks the next batch (at most one
+slice embedding and one waiting; every database and source call stays on this thread). Stage
+seconds are busy time per stage, so with the overlap they may add up to more than the job's wall time.
+
 Access: a source that declares `supports_access_control` first lists its group memberships
 (stored per connection, replacing the last listing); each entity's access is normalised before
 it is hashed (airweave.collections.access.normalize_access): group principals namespaced per
@@ -11,9 +16,11 @@ connection, no access list = closed. Other sources' entities are visible to the 
 """
 from __future__ import annotations
 
+import contextvars
 import logging
 import time
 from collections import Counter, defaultdict
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -127,6 +134,14 @@ class JobCounters:
 
 
 @dataclass
+class _Slice:
+    """Chunks being embedded in the background: `future` → (vectors (n, dims), seconds embedding)."""
+
+    part: list[tuple[EntityRecord, ChunkRecord]]
+    future: Future
+
+
+@dataclass
 class _Pending:
     entity: BaseEntity
     content_hash: str
@@ -152,6 +167,10 @@ class SyncPipeline:
         self.batch_size = settings.AIRWEAVE_EMBEDDING_BATCH_SIZE
         self._embedder = None
         self._listing_span = None  # the open `sync.listing` span of the batch being listed
+        self._embedding_thread: ThreadPoolExecutor | None = None
+        self._in_flight: _Slice | None = None  # the slice embedding while this thread goes on
+        self._chunks_left: dict[int, int] = {}  # id(record) → its chunks not embedded yet
+        self._is_new: dict[str, bool] = {}
 
     @property
     def embedder(self):
@@ -223,6 +242,7 @@ class SyncPipeline:
             self._sync_source(source)
         finally:
             self._end_listing_span(0)
+            self._abandon_in_flight()
             source.close()
 
     def _sync_source(self, source) -> None:
@@ -270,11 +290,12 @@ class SyncPipeline:
             batch.append(_Pending(entity, content_hash, is_new))
             if len(batch) >= self.batch_size:
                 self._end_listing_span(len(batch))
-                self._index(batch)
+                if not self._index(batch):  # else the previous batch's checkpoint came once it was written
+                    self._checkpoint()
                 batch = []
-                self._checkpoint()
         self._end_listing_span(len(batch))
         self._index(batch)
+        self._drain()
 
         with self.counters.timed("writing", span=True, **{"airweave.step": "deletions"}):
             if source.is_full_listing():
@@ -349,13 +370,15 @@ class SyncPipeline:
         if gone:
             self.counters.deleted += entities_delete(source_connection=self.connection, entity_ids=gone)
 
-    def _index(self, batch: list[_Pending]) -> None:
-        """Convert, chunk, embed and write a batch of new or changed entities.
+    def _index(self, batch: list[_Pending]) -> bool:
+        """Convert, chunk, embed and write a batch of new or changed entities; True when it had
+        chunks to embed (its last slice may still be embedding when this returns).
 
         The batch is converted, then chunked (one `sync.converting` and one `sync.chunking` span
-        each): a batch's texts are held at once, as its chunks are until they are embedded."""
+        each) while the previous batch's last slice embeds: a batch's texts are held at once, as
+        its chunks are until they are embedded."""
         if not batch:
-            return
+            return False
         texts: list[tuple[_Pending, str]] = []
         with self.counters.timed("converting", span=True, **{"airweave.entities": len(batch)}):
             for pending in batch:
@@ -364,7 +387,7 @@ class SyncPipeline:
                 except SkipEntity as exc:
                     self.counters.skip(pending.entity.entity_id, exc.reason)
         if not texts:
-            return
+            return False
         tokenizer = self.embedder.tokenizer  # loading the model is not chunking
         records: list[EntityRecord] = []
         with self.counters.timed("chunking", span=True, **{"airweave.entities": len(texts)}):
@@ -383,44 +406,92 @@ class SyncPipeline:
                 record = _record_of(pending)
                 record.chunks = [ChunkRecord(text=p.text, embedding=None) for p in pieces]
                 records.append(record)
-        if records:
-            self._embed_and_write(records, {p.entity.entity_id: p.is_new for p in batch})
+        if not records:
+            return False
+        self._embed_and_write(records, {p.entity.entity_id: p.is_new for p in batch})
+        return True
 
     def _embed_and_write(self, records: list[EntityRecord], is_new: dict[str, bool]) -> None:
         """Embed the records' chunks in slices of EMBED_SLICE_CHUNKS and write each record once its
         chunks are embedded, smallest first: the small entities of a batch are written before a
         large one, and counters (chunks embedded, the entity at work) move and cancellation is
-        checked between the slices of a large one."""
+        checked between the slices of a large one.
+
+        Each slice is handed to the embedding thread before the previous one (of this batch or
+        the last) is written; a checkpoint follows every write, so the one after a batch's last
+        slice reports that batch written. The last slice is still embedding when this returns:
+        the next call, or `_drain`, writes it."""
         records = sorted(records, key=lambda r: len(r.chunks))
+        self._is_new.update(is_new)
+        for record in records:
+            self._chunks_left[id(record)] = len(record.chunks)
         work = [(record, chunk) for record in records for chunk in record.chunks]
-        remaining = {id(record): len(record.chunks) for record in records}
         for start in range(0, len(work), EMBED_SLICE_CHUNKS):
             part = work[start:start + EMBED_SLICE_CHUNKS]
+            previous, self._in_flight = self._in_flight, self._submit(part)
             self.counters.current_entity = part[-1][0].entity_id
-            embedding_started = time.perf_counter()
-            with self.counters.timed("embedding", span=True, **{"airweave.chunks": len(part)}):
-                vectors = self.embedder.embed([chunk.text for _, chunk in part])
-            EMBEDDING_BATCH_SECONDS.labels(self.collection.embedding_model_name, "document").observe(
-                time.perf_counter() - embedding_started)
-            done = []
-            for (record, chunk), vector in zip(part, vectors):
-                chunk.embedding = vector
-                remaining[id(record)] -= 1
-                if remaining[id(record)] == 0:
-                    done.append(record)
-            self.counters.chunks_embedded += len(part)
-            if done:
-                with self.counters.timed("writing", span=True, **{"airweave.entities": len(done)}):
-                    entities_write(source_connection=self.connection, sync_id=self.job.sync_id,
-                                   sync_job_id=self.job.id, records=done)
-                for record in done:
-                    if is_new[record.entity_id]:
-                        self.counters.inserted += 1
-                    else:
-                        self.counters.updated += 1
-            if start + EMBED_SLICE_CHUNKS < len(work):
+            if previous is not None:
+                self._write_embedded(previous)
                 self._checkpoint()
+
+    def _submit(self, part: list[tuple[EntityRecord, ChunkRecord]]) -> _Slice:
+        """Start embedding `part` on the embedding thread (its spans children of the current one)."""
+        if self._embedding_thread is None:
+            self._embedding_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"embed-{self.job.pk}")
+        embedder = self.embedder  # loaded here, not on the thread: a load failure fails the job as before
+        texts = [chunk.text for _, chunk in part]
+        future = self._embedding_thread.submit(contextvars.copy_context().run, self._embed_texts, embedder, texts)
+        return _Slice(part, future)
+
+    def _embed_texts(self, embedder, texts: list[str]):
+        """On the embedding thread: (vectors, seconds) of one slice, in a `sync.embedding` span."""
+        seconds = {"embedding": 0.0}
+        with _StageTimer(seconds, "embedding", "sync.embedding", {"airweave.chunks": len(texts)}):
+            vectors = embedder.embed(texts)
+        EMBEDDING_BATCH_SECONDS.labels(self.collection.embedding_model_name, "document").observe(seconds["embedding"])
+        return vectors, seconds["embedding"]
+
+    def _write_embedded(self, embedded: _Slice) -> None:
+        """Wait for a slice's vectors (re-raising the embedder's error), then write the records
+        whose chunks are now all embedded and count them."""
+        vectors, seconds = embedded.future.result()
+        self.counters.stages["embedding"] += seconds
+        done = []
+        for (record, chunk), vector in zip(embedded.part, vectors):
+            chunk.embedding = vector
+            self._chunks_left[id(record)] -= 1
+            if self._chunks_left[id(record)] == 0:
+                del self._chunks_left[id(record)]
+                done.append(record)
+        self.counters.chunks_embedded += len(embedded.part)
+        if done:
+            with self.counters.timed("writing", span=True, **{"airweave.entities": len(done)}):
+                entities_write(source_connection=self.connection, sync_id=self.job.sync_id,
+                               sync_job_id=self.job.id, records=done)
+            for record in done:
+                if self._is_new.pop(record.entity_id):
+                    self.counters.inserted += 1
+                else:
+                    self.counters.updated += 1
+
+    def _drain(self) -> None:
+        """Write the slice still embedding, if any."""
+        embedded, self._in_flight = self._in_flight, None
+        if embedded is not None:
+            self._write_embedded(embedded)
         self.counters.current_entity = ""
+
+    def _abandon_in_flight(self) -> None:
+        """After a failure or a cancel: wait for the embedding thread, drop its slice, stop it."""
+        embedded, self._in_flight = self._in_flight, None
+        if embedded is not None:
+            try:
+                embedded.future.result()
+            except Exception:  # the job already ends with the error that stopped it
+                pass
+        if self._embedding_thread is not None:
+            self._embedding_thread.shutdown(wait=True)
+            self._embedding_thread = None
 
     def _max_tokens(self) -> int:
         return min(settings.AIRWEAVE_CHUNK_TOKENS, self.embedder.max_tokens)
