@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt | 
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install run test test-all bench migrate worker stop-db clean-data
+.PHONY: install run test test-slow test-all bench migrate worker stop-db clean-data
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -33,6 +33,10 @@ worker: migrate
 
 test: install
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The drills and the other long tests (marked slow); CI runs them after `make test`.
+test-slow: install
+	$(PY) -m pytest -m slow $(PYTEST_ARGS)
 
 test-all: install
 	$(PY) -m pytest -m "" $(PYTEST_ARGS)
