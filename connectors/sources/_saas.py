@@ -20,10 +20,12 @@ import re
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
+from urllib.parse import urlsplit
 
 from connectors.auth.tokens import BearerAuth
 from connectors.base import SkipEntity
 from connectors.http import cursor_pages
+from connectors.http.ssrf import BlockedAddress, check_url
 
 _OFFSET_WITHOUT_COLON = re.compile(r"([+-]\d{2})(\d{2})$")
 _FRACTION = re.compile(r"\.(\d+)")
@@ -60,6 +62,24 @@ def iso(value: datetime | None) -> str | None:
         return None
     return value.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
+
+
+def service_url(value: str, *, field: str, must_be: str) -> str:
+    """The http(s) URL of a self-hosted service (a config field's `value`), without a trailing slash.
+
+    Raises ValueError naming `field` when it is not an http(s) URL with a host and no query
+    ("config field 'base_url' must be <must_be>"), or when the SSRF guard blocks its address
+    (`connectors.http.ssrf.check_url`: private, loopback and link-local hosts unless allowed).
+    """
+    url = value.strip().rstrip("/")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query:
+        raise ValueError(f"config field '{field}' must be {must_be}")
+    try:
+        check_url(url)
+    except BlockedAddress as exc:
+        raise ValueError(f"config field '{field}': {exc}") from None
+    return url
 
 def html_text(fragment: str | None) -> str:
     """The visible text of an HTML fragment (headings, lists and tables kept as Markdown-ish lines).

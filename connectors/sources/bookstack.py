@@ -26,14 +26,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Iterator
-from urllib.parse import urlsplit
 
 from connectors.auth.tokens import HeaderAuth
 from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField
 from connectors.http import HttpError, offset_pages
-from connectors.http.ssrf import BlockedAddress, check_url
 from connectors.registry import source
-from connectors.sources._saas import Watermarks, html_text, parse_time
+from connectors.sources._saas import Watermarks, html_text, parse_time, service_url
 
 PAGE = 500
 
@@ -89,15 +87,8 @@ class BookStackSource(BaseSource):
     @classmethod
     def validate_config(cls, config: dict, *, for_api: bool = False) -> dict:
         out = super().validate_config(config, for_api=for_api)
-        url = out["base_url"].strip().rstrip("/")
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname or parts.query:
-            raise ValueError("config field 'base_url' must be the wiki's http(s) URL, e.g. https://wiki.example.org")
-        try:
-            check_url(url)
-        except BlockedAddress as exc:
-            raise ValueError(f"config field 'base_url': {exc}") from None
-        out["base_url"] = url
+        out["base_url"] = service_url(out["base_url"], field="base_url",
+                                      must_be="the wiki's http(s) URL, e.g. https://wiki.example.org")
         return out
 
     @property

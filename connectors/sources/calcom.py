@@ -22,13 +22,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Iterator
-from urllib.parse import urlsplit
 
 from connectors.auth.tokens import BearerAuth
 from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField
-from connectors.http.ssrf import BlockedAddress, check_url
 from connectors.registry import source
-from connectors.sources._saas import Watermarks, WatermarkSource, parse_time
+from connectors.sources._saas import WatermarkSource, Watermarks, parse_time, service_url
 
 TAKE = 100
 API_VERSION = "2024-08-13"
@@ -69,15 +67,8 @@ class CalcomSource(WatermarkSource, BaseSource):
     @classmethod
     def validate_config(cls, config: dict, *, for_api: bool = False) -> dict:
         out = super().validate_config(config, for_api=for_api)
-        url = out["base_url"].strip().rstrip("/")
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname or parts.query:
-            raise ValueError("config field 'base_url' must be an http(s) URL, e.g. https://api.cal.com")
-        try:
-            check_url(url)
-        except BlockedAddress as exc:
-            raise ValueError(f"config field 'base_url': {exc}") from None
-        out["base_url"] = url
+        out["base_url"] = service_url(out["base_url"], field="base_url",
+                                      must_be="an http(s) URL, e.g. https://api.cal.com")
         return out
 
     @property

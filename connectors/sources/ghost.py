@@ -22,13 +22,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Iterator
-from urllib.parse import urlsplit
 
 from connectors.auth.tokens import QueryAuth
 from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField
-from connectors.http.ssrf import BlockedAddress, check_url
 from connectors.registry import source
-from connectors.sources._saas import Watermarks, html_text, parse_time
+from connectors.sources._saas import Watermarks, html_text, parse_time, service_url
 
 LIMIT = 100
 
@@ -74,15 +72,8 @@ class GhostSource(BaseSource):
     @classmethod
     def validate_config(cls, config: dict, *, for_api: bool = False) -> dict:
         out = super().validate_config(config, for_api=for_api)
-        url = out["site_url"].strip().rstrip("/")
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname or parts.query:
-            raise ValueError("config field 'site_url' must be the site's http(s) URL, e.g. https://blog.example.org")
-        try:
-            check_url(url)
-        except BlockedAddress as exc:
-            raise ValueError(f"config field 'site_url': {exc}") from None
-        out["site_url"] = url
+        out["site_url"] = service_url(out["site_url"], field="site_url",
+                                      must_be="the site's http(s) URL, e.g. https://blog.example.org")
         return out
 
     @property

@@ -24,14 +24,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Iterator
-from urllib.parse import urlsplit
 
 from connectors.auth.tokens import HeaderAuth
 from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField
 from connectors.http import HttpError
-from connectors.http.ssrf import BlockedAddress, check_url
 from connectors.registry import source
-from connectors.sources._saas import Watermarks, parse_time
+from connectors.sources._saas import Watermarks, parse_time, service_url
 
 LIMIT = 100
 
@@ -86,15 +84,8 @@ class RedmineSource(BaseSource):
     @classmethod
     def validate_config(cls, config: dict, *, for_api: bool = False) -> dict:
         out = super().validate_config(config, for_api=for_api)
-        url = out["base_url"].strip().rstrip("/")
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname or parts.query:
-            raise ValueError("config field 'base_url' must be the server's http(s) URL, e.g. https://redmine.example.org")
-        try:
-            check_url(url)
-        except BlockedAddress as exc:
-            raise ValueError(f"config field 'base_url': {exc}") from None
-        out["base_url"] = url
+        out["base_url"] = service_url(out["base_url"], field="base_url",
+                                      must_be="the server's http(s) URL, e.g. https://redmine.example.org")
         return out
 
     @property

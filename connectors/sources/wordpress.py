@@ -26,13 +26,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Iterator
-from urllib.parse import urlsplit
 
 from connectors.auth.tokens import Auth, BasicAuth
 from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField
-from connectors.http.ssrf import BlockedAddress, check_url
 from connectors.registry import source
-from connectors.sources._saas import Watermarks, html_text, iso, parse_time
+from connectors.sources._saas import Watermarks, html_text, iso, parse_time, service_url
 
 PER_PAGE = 100
 FIELDS = "id,date_gmt,modified_gmt,link,slug,title,content,excerpt,author,categories,tags,parent"
@@ -84,15 +82,8 @@ class WordPressSource(BaseSource):
     @classmethod
     def validate_config(cls, config: dict, *, for_api: bool = False) -> dict:
         out = super().validate_config(config, for_api=for_api)
-        url = out["site_url"].strip().rstrip("/")
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname or parts.query:
-            raise ValueError("config field 'site_url' must be the site's http(s) URL, e.g. https://blog.example.org")
-        try:
-            check_url(url)
-        except BlockedAddress as exc:
-            raise ValueError(f"config field 'site_url': {exc}") from None
-        out["site_url"] = url
+        out["site_url"] = service_url(out["site_url"], field="site_url",
+                                      must_be="the site's http(s) URL, e.g. https://blog.example.org")
         return out
 
     @property
