@@ -19,11 +19,11 @@ from __future__ import annotations
 import re
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, ClassVar, Iterator
 from urllib.parse import urlsplit
 
 from connectors.auth.tokens import BearerAuth
-from connectors.base import SkipEntity
+from connectors.base import BaseSource, SkipEntity
 from connectors.http import cursor_pages
 from connectors.http.ssrf import BlockedAddress, check_url
 
@@ -248,3 +248,25 @@ class Roster:
 
     def cursor(self) -> dict:
         return {self.key: self.now}
+
+
+class SelfHostedSource(BaseSource):
+    """A source of a service at a URL the user gives (a wiki, a forum, a self-hosted server).
+
+    Subclasses name the config field (`URL_FIELD`) and say what it must be (`URL_MUST_BE`, the
+    end of the error message); `validate_config` checks it with `service_url` and `base_url`
+    (what the shared HTTP client resolves relative paths against) is its value.
+    """
+
+    URL_FIELD: ClassVar[str] = "base_url"
+    URL_MUST_BE: ClassVar[str] = "an http(s) URL"
+
+    @classmethod
+    def validate_config(cls, config: dict, *, for_api: bool = False) -> dict:
+        out = super().validate_config(config, for_api=for_api)
+        out[cls.URL_FIELD] = service_url(out[cls.URL_FIELD], field=cls.URL_FIELD, must_be=cls.URL_MUST_BE)
+        return out
+
+    @property
+    def base_url(self) -> str:
+        return self.config[self.URL_FIELD]

@@ -28,10 +28,10 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from connectors.auth.tokens import HeaderAuth
-from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField
+from connectors.base import BaseEntity, Breadcrumb, ConfigField
 from connectors.http import HttpError, offset_pages
 from connectors.registry import source
-from connectors.sources._saas import Watermarks, html_text, parse_time, service_url
+from connectors.sources._saas import SelfHostedSource, Watermarks, html_text, parse_time
 
 PAGE = 500
 
@@ -81,19 +81,10 @@ class BookStackPageEntity(BaseEntity):
     rate_limit_level="connection",
     rate_limit="180/minute",
 )
-class BookStackSource(BaseSource):
+class BookStackSource(SelfHostedSource):
     """Lists books, chapters and pages; reads changed pages; see the module docstring."""
 
-    @classmethod
-    def validate_config(cls, config: dict, *, for_api: bool = False) -> dict:
-        out = super().validate_config(config, for_api=for_api)
-        out["base_url"] = service_url(out["base_url"], field="base_url",
-                                      must_be="the wiki's http(s) URL, e.g. https://wiki.example.org")
-        return out
-
-    @property
-    def base_url(self) -> str:
-        return self.config["base_url"]
+    URL_MUST_BE = "the wiki's http(s) URL, e.g. https://wiki.example.org"
 
     def http_auth(self):
         return HeaderAuth({"Authorization": f"Token {self.credentials['token_id']}:{self.credentials['token_secret']}"})

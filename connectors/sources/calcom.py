@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from connectors.auth.tokens import BearerAuth
-from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField
+from connectors.base import BaseEntity, Breadcrumb, ConfigField
 from connectors.registry import source
-from connectors.sources._saas import WatermarkSource, Watermarks, parse_time, service_url
+from connectors.sources._saas import SelfHostedSource, WatermarkSource, Watermarks, parse_time
 
 TAKE = 100
 API_VERSION = "2024-08-13"
@@ -61,19 +61,10 @@ class CalcomBookingEntity(BaseEntity):
     rate_limit_level="connection",
     rate_limit="120/minute",
 )
-class CalcomSource(WatermarkSource, BaseSource):
+class CalcomSource(WatermarkSource, SelfHostedSource):
     """Walks bookings newest-updated first down to the mark; see the module docstring."""
 
-    @classmethod
-    def validate_config(cls, config: dict, *, for_api: bool = False) -> dict:
-        out = super().validate_config(config, for_api=for_api)
-        out["base_url"] = service_url(out["base_url"], field="base_url",
-                                      must_be="an http(s) URL, e.g. https://api.cal.com")
-        return out
-
-    @property
-    def base_url(self) -> str:
-        return self.config["base_url"]
+    URL_MUST_BE = "an http(s) URL, e.g. https://api.cal.com"
 
     def http_auth(self):
         return BearerAuth(self.credentials["api_key"])

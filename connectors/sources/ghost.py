@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from connectors.auth.tokens import QueryAuth
-from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField
+from connectors.base import BaseEntity, Breadcrumb, ConfigField
 from connectors.registry import source
-from connectors.sources._saas import Watermarks, html_text, parse_time, service_url
+from connectors.sources._saas import SelfHostedSource, Watermarks, html_text, parse_time
 
 LIMIT = 100
 
@@ -66,19 +66,11 @@ class GhostPageEntity(GhostPostEntity):
     rate_limit_level="connection",
     rate_limit="10/second",
 )
-class GhostSource(BaseSource):
+class GhostSource(SelfHostedSource):
     """Reads posts and pages updated since the mark, lists every id; see the module docstring."""
 
-    @classmethod
-    def validate_config(cls, config: dict, *, for_api: bool = False) -> dict:
-        out = super().validate_config(config, for_api=for_api)
-        out["site_url"] = service_url(out["site_url"], field="site_url",
-                                      must_be="the site's http(s) URL, e.g. https://blog.example.org")
-        return out
-
-    @property
-    def base_url(self) -> str:
-        return self.config["site_url"]
+    URL_FIELD = "site_url"
+    URL_MUST_BE = "the site's http(s) URL, e.g. https://blog.example.org"
 
     def http_auth(self):
         return QueryAuth({"key": self.credentials["content_api_key"]})

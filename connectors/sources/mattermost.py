@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from connectors.auth.tokens import BearerAuth
-from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField
+from connectors.base import BaseEntity, Breadcrumb, ConfigField
 from connectors.registry import source
-from connectors.sources._saas import WatermarkSource, Watermarks, parse_time, service_url
+from connectors.sources._saas import SelfHostedSource, WatermarkSource, Watermarks, parse_time
 
 PER_PAGE = 200
 
@@ -71,19 +71,10 @@ class MattermostPostEntity(BaseEntity):
     rate_limit_level="connection",
     rate_limit="10/second",
 )
-class MattermostSource(WatermarkSource, BaseSource):
+class MattermostSource(WatermarkSource, SelfHostedSource):
     """Reads each channel's posts, then what changed since; see the module docstring."""
 
-    @classmethod
-    def validate_config(cls, config: dict, *, for_api: bool = False) -> dict:
-        out = super().validate_config(config, for_api=for_api)
-        out["base_url"] = service_url(out["base_url"], field="base_url",
-                                      must_be="the server's http(s) URL, e.g. https://chat.example.org")
-        return out
-
-    @property
-    def base_url(self) -> str:
-        return self.config["base_url"]
+    URL_MUST_BE = "the server's http(s) URL, e.g. https://chat.example.org"
 
     def http_auth(self):
         return BearerAuth(self.credentials["access_token"])

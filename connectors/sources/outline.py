@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from connectors.auth.tokens import BearerAuth
-from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField
+from connectors.base import BaseEntity, Breadcrumb, ConfigField
 from connectors.registry import source
-from connectors.sources._saas import Roster, WatermarkSource, Watermarks, parse_time, service_url
+from connectors.sources._saas import Roster, SelfHostedSource, WatermarkSource, Watermarks, parse_time
 
 PAGE = 100
 
@@ -68,19 +68,10 @@ class OutlineDocumentEntity(BaseEntity):
     rate_limit_level="connection",
     rate_limit="500/minute",
 )
-class OutlineSource(WatermarkSource, BaseSource):
+class OutlineSource(WatermarkSource, SelfHostedSource):
     """Lists collections and documents through the RPC API; see the module docstring."""
 
-    @classmethod
-    def validate_config(cls, config: dict, *, for_api: bool = False) -> dict:
-        out = super().validate_config(config, for_api=for_api)
-        out["base_url"] = service_url(out["base_url"], field="base_url",
-                                      must_be="an http(s) URL, e.g. https://app.getoutline.com")
-        return out
-
-    @property
-    def base_url(self) -> str:
-        return self.config["base_url"]
+    URL_MUST_BE = "an http(s) URL, e.g. https://app.getoutline.com"
 
     def http_auth(self):
         return BearerAuth(self.credentials["api_key"])

@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from connectors.auth.tokens import HeaderAuth
-from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField
+from connectors.base import BaseEntity, Breadcrumb, ConfigField
 from connectors.http import HttpError
 from connectors.registry import source
-from connectors.sources._saas import Watermarks, parse_time, service_url
+from connectors.sources._saas import SelfHostedSource, Watermarks, parse_time
 
 LIMIT = 100
 
@@ -78,19 +78,10 @@ class RedmineIssueEntity(BaseEntity):
     rate_limit_level="connection",
     rate_limit="10/second",
 )
-class RedmineSource(BaseSource):
+class RedmineSource(SelfHostedSource):
     """Lists projects and issues, reads the notes of changed issues; see the module docstring."""
 
-    @classmethod
-    def validate_config(cls, config: dict, *, for_api: bool = False) -> dict:
-        out = super().validate_config(config, for_api=for_api)
-        out["base_url"] = service_url(out["base_url"], field="base_url",
-                                      must_be="the server's http(s) URL, e.g. https://redmine.example.org")
-        return out
-
-    @property
-    def base_url(self) -> str:
-        return self.config["base_url"]
+    URL_MUST_BE = "the server's http(s) URL, e.g. https://redmine.example.org"
 
     def http_auth(self):
         return HeaderAuth({"X-Redmine-API-Key": self.credentials["api_key"]})

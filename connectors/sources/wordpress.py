@@ -28,9 +28,9 @@ from datetime import timedelta
 from typing import Iterator
 
 from connectors.auth.tokens import Auth, BasicAuth
-from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField
+from connectors.base import BaseEntity, Breadcrumb, ConfigField
 from connectors.registry import source
-from connectors.sources._saas import Watermarks, html_text, iso, parse_time, service_url
+from connectors.sources._saas import SelfHostedSource, Watermarks, html_text, iso, parse_time
 
 PER_PAGE = 100
 FIELDS = "id,date_gmt,modified_gmt,link,slug,title,content,excerpt,author,categories,tags,parent"
@@ -76,19 +76,11 @@ class WordPressPageEntity(BaseEntity):
     rate_limit_level="connection",
     rate_limit="5/second",
 )
-class WordPressSource(BaseSource):
+class WordPressSource(SelfHostedSource):
     """Reads posts and pages modified since the mark, lists every id; see the module docstring."""
 
-    @classmethod
-    def validate_config(cls, config: dict, *, for_api: bool = False) -> dict:
-        out = super().validate_config(config, for_api=for_api)
-        out["site_url"] = service_url(out["site_url"], field="site_url",
-                                      must_be="the site's http(s) URL, e.g. https://blog.example.org")
-        return out
-
-    @property
-    def base_url(self) -> str:
-        return self.config["site_url"]
+    URL_FIELD = "site_url"
+    URL_MUST_BE = "the site's http(s) URL, e.g. https://blog.example.org"
 
     def http_auth(self):
         if self.credentials.get("username"):
