@@ -111,7 +111,7 @@ def sse_events(response) -> list[dict]:
 def socket_events(path: str, headers: list, request: dict) -> list[dict]:
     async def run():
         communicator = WebsocketCommunicator(application, path, headers=[(b"origin", b"http://testserver"), *headers])
-        connected, code = await communicator.connect()
+        connected, code = await communicator.connect(timeout=30)
         assert connected, code
         await communicator.send_json_to(request)
         events = []

@@ -236,7 +236,7 @@ def test_websockets_refuse_the_other_organizations_collection_and_job(synced, me
 
     async def attempt(path, headers):
         communicator = WebsocketCommunicator(application, path, headers=[*headers, (b"origin", b"http://testserver")])
-        connected, code = await communicator.connect()
+        connected, code = await communicator.connect(timeout=30)
         if connected:  # refused after the handshake: the close frame carries the code
             output = await communicator.receive_output(timeout=10)
             if output["type"] == "websocket.close":

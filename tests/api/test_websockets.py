@@ -47,7 +47,7 @@ def _socket_events(path: str, key: str, request: dict | None = None, until: str 
     async def run():
         communicator = WebsocketCommunicator(application, path, headers=[(b"x-api-key", key.encode()),
                                                                          (b"origin", b"http://testserver")])
-        connected, code = await communicator.connect()
+        connected, code = await communicator.connect(timeout=30)
         assert connected, code
         if request is not None:
             await communicator.send_json_to(request)
@@ -86,7 +86,7 @@ def test_sync_socket_sends_heartbeats_while_the_job_is_quiet(setup, settings):
     async def run():
         communicator = WebsocketCommunicator(application, f"ws/sync/job/{job.id}/",
                                              headers=[(b"x-api-key", setup["key"].encode()), (b"origin", b"http://testserver")])
-        connected, _ = await communicator.connect()
+        connected, _ = await communicator.connect(timeout=30)
         assert connected
         events = [await communicator.receive_json_from(timeout=10) for _ in range(4)]
         await communicator.disconnect()
@@ -121,7 +121,7 @@ def test_websocket_refuses_unknown_key_and_foreign_collection(setup):
     async def attempt(path, key):
         communicator = WebsocketCommunicator(application, path, headers=[(b"x-api-key", key.encode()),
                                                                          (b"origin", b"http://testserver")])
-        connected, code = await communicator.connect()
+        connected, code = await communicator.connect(timeout=30)
         if connected:  # refused after the handshake: the close frame carries the code
             output = await communicator.receive_output(timeout=10)
             if output["type"] == "websocket.close":
@@ -138,9 +138,9 @@ def _handshake(path: str, headers: list) -> tuple:
     """(connected, close code): a socket refused after the handshake counts as not connected."""
     async def attempt():
         communicator = WebsocketCommunicator(application, path, headers=headers)
-        connected, code = await communicator.connect()
-        if connected and not await communicator.receive_nothing(timeout=0.5):
-            output = await communicator.receive_output(timeout=1)
+        connected, code = await communicator.connect(timeout=30)
+        if connected and not await communicator.receive_nothing(timeout=2):
+            output = await communicator.receive_output(timeout=10)
             if output["type"] == "websocket.close":
                 connected, code = False, output["code"]
         await communicator.disconnect()
@@ -174,7 +174,7 @@ def test_a_message_that_is_not_one_json_object_says_so_in_an_event_envelope(setu
     async def run():
         communicator = WebsocketCommunicator(application, "/ws/collections/socket-docs/search/",
                                              headers=[(b"x-api-key", setup["key"].encode())])
-        assert (await communicator.connect())[0]
+        assert (await communicator.connect(timeout=30))[0]
         await communicator.send_to(text_data=message)
         event = await communicator.receive_json_from(timeout=30)
         await communicator.disconnect()
@@ -310,7 +310,7 @@ def test_a_client_that_leaves_mid_search_ends_the_stream_quietly(setup, monkeypa
     async def run():
         communicator = WebsocketCommunicator(application, "/ws/collections/socket-docs/search/",
                                              headers=[(b"x-api-key", setup["key"].encode())])
-        assert (await communicator.connect())[0]
+        assert (await communicator.connect(timeout=30))[0]
         await communicator.send_json_to({"query": "lost laptop", "limit": 2})
         for _ in range(300):  # until the consumer has given up on the stream
             if len(sent) == 3:
