@@ -18,7 +18,7 @@ from airweave.providers.embeddings import get_embedder
 from airweave.tenancy.quotas import search_quota_consume
 from search.filters import compile_filter_groups
 from search.results import load_chunks, v2_result
-from search.retrieval import STRATEGIES, RetrievalQuery, retrieve
+from search.retrieval import STRATEGIES, RetrievalQuery, read_snapshot, retrieve
 
 MAX_QUERY_CHARS = 2000
 
@@ -92,15 +92,16 @@ def search_instant(*, collection: Collection, request: InstantSearchRequest,
                 vector = get_embedder(collection.embedding_model_name).embed_queries([query])[0]
                 EMBEDDING_BATCH_SECONDS.labels(collection.embedding_model_name, "query").observe(
                     time.perf_counter() - embedding_started)
-        with _operation("retrieval"):
-            hits = retrieve(RetrievalQuery(
-                collection_id=collection.id, dims=collection.vector_size, text=query, query_vector=vector,
-                strategy=request.retrieval_strategy, condition=condition, principals=principals,
-                limit=request.limit, offset=request.offset, collapse=request.collapse_entities,
-                rrf_k=int(search_defaults().get("rrf_k", 60)),
-            ))
-        with _operation("hydrate"):
-            results = hydrate(hits)
+        with read_snapshot():  # the page is hydrated from the index the legs ranked
+            with _operation("retrieval"):
+                hits = retrieve(RetrievalQuery(
+                    collection_id=collection.id, dims=collection.vector_size, text=query, query_vector=vector,
+                    strategy=request.retrieval_strategy, condition=condition, principals=principals,
+                    limit=request.limit, offset=request.offset, collapse=request.collapse_entities,
+                    rrf_k=int(search_defaults().get("rrf_k", 60)),
+                ))
+            with _operation("hydrate"):
+                results = hydrate(hits)
         span.set_attribute("airweave.search.result_count", len(results))
     SEARCH_SECONDS.labels("instant", request.retrieval_strategy).observe(time.perf_counter() - started)
     SEARCH_RESULTS.labels("instant").observe(len(results))

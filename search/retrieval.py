@@ -7,6 +7,7 @@ for user principals, the access condition. Fusion is Reciprocal Rank Fusion
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -54,6 +55,26 @@ class Hit:
     entity_pk: object
     score: float
     ranks: dict | None = None  # hybrid: {"vector": rank or None, "keyword": rank or None} (1-based)
+
+
+@contextmanager
+def read_snapshot():
+    """Run the enclosed queries in one REPEATABLE READ, READ ONLY transaction.
+
+    A search reads the chunks several times (each leg, the keyword leg's entity lookup, the
+    hydration of the page); in READ COMMITTED each statement sees the commits made before it, so
+    an entity re-indexed between two of them (its old chunks deleted, new ones written in one
+    transaction) would vanish from the answer. Inside one snapshot every statement sees the
+    index as it was when the first one ran. Inside an outer transaction (a test's, or a caller's
+    own) its isolation is kept and nothing is changed.
+    """
+    if connection.in_atomic_block:
+        yield
+        return
+    with transaction.atomic():
+        with connection.cursor() as cur:
+            cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        yield
 
 
 def retrieve(q: RetrievalQuery) -> list[Hit]:
