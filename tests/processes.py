@@ -1,7 +1,9 @@
 """Real processes of the product started by tests: daphne, `manage.py` commands, the worker."""
 from __future__ import annotations
 
+import atexit
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -37,28 +39,50 @@ def manage(*args: str, timeout: float = 300, **env) -> subprocess.CompletedProce
 
 
 class Background:
-    """A long-running process whose output goes to a temporary file (an unread pipe could block it)."""
+    """A long-running process whose output goes to a temporary file (an unread pipe could block it).
+
+    It leads its own process group, so `stop` reaches the children it forked too (qcluster's
+    workers), and whatever a failing test left running is stopped when pytest exits.
+    """
+
+    running: set["Background"] = set()
 
     def __init__(self, argv: list[str], **env):
         self.log = tempfile.TemporaryFile()
         self.process = subprocess.Popen(argv, cwd=settings.BASE_DIR, env=subprocess_env(**env),
-                                        stdout=self.log, stderr=subprocess.STDOUT)
+                                        stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+        Background.running.add(self)
 
     def output(self) -> str:
         self.log.seek(0)
         return self.log.read().decode(errors="replace")
 
     def stop(self) -> str:
-        """Terminate it (kill after 5 s); returns everything it printed."""
+        """Terminate it, let it stop its children for 5 s, then kill what is left of its process
+        group; returns everything it printed."""
+        Background.running.discard(self)
         self.process.terminate()
         try:
             self.process.wait(5)
         except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(5)
+            pass
+        self._signal_group(signal.SIGKILL)  # children that outlived their parent's shutdown
+        self.process.wait(5)
         text = self.output()
         self.log.close()
         return text
+
+    def _signal_group(self, signum: int) -> None:
+        try:
+            os.killpg(self.process.pid, signum)
+        except ProcessLookupError:
+            pass
+
+
+@atexit.register
+def _stop_leftovers() -> None:
+    for background in list(Background.running):
+        background.stop()
 
 
 def start_daphne(**env) -> tuple[Background, str]:
