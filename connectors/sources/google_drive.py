@@ -70,12 +70,9 @@ class GoogleDriveFileEntity(FileEntity):
     description: str = ""
 
 
-@source(
-    name="Google Drive",
-    short_name="google_drive",
+# What every source reading Drive declares alike (Google Drive, and Docs and Slides on their own).
+DRIVE_CAPABILITIES = dict(
     notifications=GoogleDriveNotifications,
-    description="Files of Google Drive: Docs, Sheets and Slides exported to text, and uploaded files "
-                "(PDF, Office, text, ...), with folders as breadcrumbs and Drive sharing as access control.",
     auth_methods=("oauth_browser", "oauth_token", "oauth_byoc"),
     oauth_type="with_refresh",
     config_fields=(
@@ -84,16 +81,32 @@ class GoogleDriveFileEntity(FileEntity):
         ConfigField("owned_only", "Only files I own", "boolean",
                     "Leave out files others shared with the user.", default=False),
     ),
-    labels=("File Storage",),
     supports_access_control=True,
-    entity_types=(GoogleDriveFileEntity,),
     # Drive's default quota: 12,000 queries a minute per user (and per project).
     rate_limit_level="connection",
     rate_limit="10/second",
     base_url="https://www.googleapis.com/drive/v3",
 )
+
+
+@source(
+    name="Google Drive",
+    short_name="google_drive",
+    description="Files of Google Drive: Docs, Sheets and Slides exported to text, and uploaded files "
+                "(PDF, Office, text, ...), with folders as breadcrumbs and Drive sharing as access control.",
+    labels=("File Storage",),
+    entity_types=(GoogleDriveFileEntity,),
+    **DRIVE_CAPABILITIES,
+)
 class GoogleDriveSource(BaseSource):
-    """Lists, exports and downloads Drive files; see the module docstring."""
+    """Lists, exports and downloads Drive files; see the module docstring.
+
+    A subclass narrows it to some Drive types with `only_mime_types` (its listing asks Drive for
+    those alone, its changes keep those alone) and names its files with `entity_class`.
+    """
+
+    only_mime_types: tuple[str, ...] = ()
+    entity_class: type[GoogleDriveFileEntity] = GoogleDriveFileEntity
 
     def generate_entities(self, cursor: dict) -> Iterator[BaseEntity]:
         self._fetcher = FileFetcher(self.http)
@@ -146,7 +159,9 @@ class GoogleDriveSource(BaseSource):
         owned = " and 'me' in owners" if self.config.get("owned_only") else ""
         for folder in self._list(f"trashed = false and mimeType = '{FOLDER}'", "id,name,parents,driveId"):
             self._folders[folder["id"]] = folder
-        for item in self._list(f"trashed = false and mimeType != '{FOLDER}'{owned}", FILE_FIELDS):
+        types = " or ".join(f"mimeType = '{mime}'" for mime in self.only_mime_types)
+        kinds = f" and ({types})" if types else f" and mimeType != '{FOLDER}'"
+        for item in self._list(f"trashed = false{kinds}{owned}", FILE_FIELDS):
             yield self._entity(item)
 
     def _changes(self, token: str) -> Iterator[BaseEntity]:
@@ -170,6 +185,8 @@ class GoogleDriveSource(BaseSource):
                 if item.get("mimeType") == FOLDER:
                     self._folders[item["id"]] = item
                     continue
+                if self.only_mime_types and item.get("mimeType") not in self.only_mime_types:
+                    continue  # another kind of file than this source indexes
                 yield self._entity(item)
             if body.get("newStartPageToken"):
                 self._start_token = body["newStartPageToken"]
@@ -213,7 +230,7 @@ class GoogleDriveSource(BaseSource):
         viewers, public = self._access(item)
         owners = [o.get("emailAddress") for o in item.get("owners") or [] if o.get("emailAddress")]
         modifier = (item.get("lastModifyingUser") or {}).get("emailAddress")
-        return GoogleDriveFileEntity(
+        return self.entity_class(
             entity_id=item["id"], name=name, breadcrumbs=self._breadcrumbs(item),
             created_at=parse_time(item.get("createdTime")), updated_at=parse_time(item.get("modifiedTime")),
             web_url=item.get("webViewLink") or f"https://drive.google.com/file/d/{item['id']}/view",

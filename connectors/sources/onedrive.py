@@ -32,12 +32,13 @@ class OneDriveFileEntity(GraphFileEntity):
 
 def drive_items(src: GraphSource, drive_id: str, state: dict, *, root: str = "root", root_name: str | None = None,
                 crumbs_prefix: list[Breadcrumb] | None = None, entity_cls=OneDriveFileEntity,
-                extra_fields: dict | None = None) -> Iterator[BaseEntity]:
+                extra_fields: dict | None = None, extensions: tuple[str, ...] = ()) -> Iterator[BaseEntity]:
     """Run one delta round of a drive (or of one folder of it) and yield its files.
 
     `state` is this drive's part of the cursor, updated in place: `delta_link`, `folders`
     ({id: [name, parent id]}), and after the round `full` (bool) and `deleted` (item ids).
     `root_name` names the round's root folder in breadcrumbs (None: left out of them).
+    `extensions` (lower case, with the dot) keeps only the files whose names end so (empty: all).
     """
     folders: dict[str, list] = dict(state.get("folders") or {})
     round_ = DeltaRound(src.http, f"/drives/{drive_id}/{root}/delta", delta_link=state.get("delta_link"))
@@ -55,7 +56,7 @@ def drive_items(src: GraphSource, drive_id: str, state: dict, *, root: str = "ro
             folders[item["id"]] = [root_name, None]
         elif "folder" in item:
             folders[item["id"]] = [item.get("name", ""), parent]
-        elif "file" in item:
+        elif "file" in item and (not extensions or item.get("name", "").lower().endswith(extensions)):
             files.append(item)
     state.update(delta_link=round_.delta_link, folders=folders, full=round_.full, deleted=deleted)
     for item in files:  # after the round: every folder of the round is known for breadcrumbs
@@ -92,22 +93,32 @@ def _file_entity(src, drive_id: str, item: dict, folders: dict, prefix: list[Bre
     )
 
 
+# What every source reading the user's OneDrive declares alike (OneDrive, and Word and PowerPoint).
+ONEDRIVE_CAPABILITIES = dict(
+    auth_methods=MICROSOFT_AUTH_METHODS,
+    oauth_type=MICROSOFT_OAUTH_TYPE,
+    config_fields=(ConfigField("folder", "Folder", "string",
+                               "Only this folder and below, as a path from the drive's root (e.g. /Documents)."),),
+    rate_limit_level="connection",
+    rate_limit=GRAPH_RATE_LIMIT,
+)
+
+
 @source(
     name="OneDrive",
     short_name="onedrive",
     notifications=OneDriveNotifications,
     description="Files of your OneDrive (PDF, Word, PowerPoint, Excel, text...), kept fresh with delta queries.",
-    auth_methods=MICROSOFT_AUTH_METHODS,
-    oauth_type=MICROSOFT_OAUTH_TYPE,
-    config_fields=(ConfigField("folder", "Folder", "string",
-                               "Only this folder and below, as a path from the drive's root (e.g. /Documents)."),),
     labels=("File storage",),
     entity_types=(OneDriveFileEntity,),
-    rate_limit_level="connection",
-    rate_limit=GRAPH_RATE_LIMIT,
+    **ONEDRIVE_CAPABILITIES,
 )
 class OneDriveSource(GraphSource):
-    """See the module docstring."""
+    """See the module docstring. A subclass narrows it to some file types with `only_extensions`
+    and names its files with `entity_class`."""
+
+    only_extensions: tuple[str, ...] = ()
+    entity_class: type[GraphFileEntity] = OneDriveFileEntity
 
     def generate_entities(self, cursor: dict) -> Iterator[BaseEntity]:
         self._state = dict((cursor or {}).get("drive") or {})
@@ -118,7 +129,8 @@ class OneDriveSource(GraphSource):
         folder = (self.config.get("folder") or "").strip("/")
         root = f"root:/{quote(folder)}:" if folder else "root"
         yield from drive_items(self, drive["id"], self._state, root=root,
-                               root_name=folder.rsplit("/", 1)[-1] if folder else (drive.get("name") or "OneDrive"))
+                               root_name=folder.rsplit("/", 1)[-1] if folder else (drive.get("name") or "OneDrive"),
+                               entity_cls=self.entity_class, extensions=self.only_extensions)
 
     def is_full_listing(self) -> bool:
         return bool(self._state.get("full"))

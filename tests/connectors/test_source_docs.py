@@ -49,3 +49,11 @@ def test_check_fails_on_a_stale_page(tmp_path, settings):
         assert "is stale" in str(exc)
     else:
         raise AssertionError("--check passed on a stale page")
+
+
+def test_the_readme_counts_the_built_in_sources():
+    readme = (PROJECT_DIR / "README.md").read_text()
+    count = re.search(r"^\| \*\*Sources\*\* \| (\d+):", readme, re.M)
+    assert count, "the README's feature table has lost its Sources row"
+    assert int(count.group(1)) == len(built_in_sources()), \
+        f"README.md says {count.group(1)} sources; the registry has {len(built_in_sources())}"
