@@ -315,6 +315,15 @@ class OutlookMailNotifications(MicrosoftGraphNotifications):
     change_type = "created,updated,deleted"
 
 
+class OutlookCalendarNotifications(MicrosoftGraphNotifications):
+    """Graph subscriptions on the signed-in user's events (`created,updated,deleted`; Graph allows up
+    to 10,080 minutes for events, we ask 3 days and renew a day before)."""
+
+    vendor = "Microsoft Graph subscriptions (Outlook calendar)"
+    resource = "/me/events"
+    change_type = "created,updated,deleted"
+
+
 class GoogleDriveNotifications(NotificationHandler):
     """Google Drive `changes.watch` channels: `X-Goog-Channel-Token` must equal the channel's token;
     `X-Goog-Resource-State: sync` (the channel's first message) syncs nothing.

@@ -46,6 +46,13 @@ def graph_time(value: str | None) -> datetime | None:
     return datetime.fromisoformat(value)
 
 
+def email_address(recipient: dict | None) -> str:
+    """A Graph recipient (`{"emailAddress": {"name", "address"}}`) as "Name <address>", or the one that is set."""
+    email = (recipient or {}).get("emailAddress") or {}
+    name, address = email.get("name") or "", email.get("address") or ""
+    return f"{name} <{address}>" if name and address and name != address else (address or name)
+
+
 def is_removed(item: dict) -> bool:
     """True for a delta item that reports a deletion (`@removed`, or a drive item's `deleted` facet)."""
     return "@removed" in item or "deleted" in item

@@ -28,18 +28,13 @@ from connectors.base import BaseEntity, Breadcrumb, ConfigField, SkipEntity
 from connectors.notifications.vendors import OutlookMailNotifications
 from connectors.registry import source
 from connectors.sources._msgraph import (GRAPH_RATE_LIMIT, MICROSOFT_AUTH_METHODS, MICROSOFT_OAUTH_TYPE, DeltaRound,
-                                         GraphFileEntity, GraphSource, download_fetcher, graph_time, is_removed, pages)
+                                         GraphFileEntity, GraphSource, download_fetcher, email_address, graph_time,
+                                         is_removed, pages)
 
 MESSAGE_FIELDS = ("subject,from,toRecipients,ccRecipients,receivedDateTime,sentDateTime,createdDateTime,"
                   "lastModifiedDateTime,body,bodyPreview,hasAttachments,webLink,conversationId,internetMessageId,"
                   "importance,categories,parentFolderId")
 DELTA_PREFER = 'IdType="ImmutableId", odata.maxpagesize=50, outlook.body-content-type="text"'
-
-
-def _address(recipient: dict | None) -> str:
-    email = (recipient or {}).get("emailAddress") or {}
-    name, address = email.get("name") or "", email.get("address") or ""
-    return f"{name} <{address}>" if name and address and name != address else (address or name)
 
 
 @dataclass
@@ -146,15 +141,15 @@ class OutlookMailSource(GraphSource):
                 text = convert_bytes(text.encode("utf-8"), Path("body.html"), max_bytes=len(text.encode()) + 1).text
             except SkipEntity:
                 text = message.get("bodyPreview") or ""
-        sender = _address(message.get("from"))
+        sender = email_address(message.get("from"))
         return OutlookMessageEntity(
             entity_id=message["id"], name=message.get("subject") or "(no subject)", breadcrumbs=crumbs,
             created_at=graph_time(message.get("receivedDateTime") or message.get("createdDateTime")),
             updated_at=graph_time(message.get("lastModifiedDateTime")), web_url=message.get("webLink", ""),
-            sender=sender, to=[_address(r) for r in message.get("toRecipients") or []],
-            cc=[_address(r) for r in message.get("ccRecipients") or []], body=text,
+            sender=sender, to=[email_address(r) for r in message.get("toRecipients") or []],
+            cc=[email_address(r) for r in message.get("ccRecipients") or []], body=text,
             conversation_id=message.get("conversationId", ""),
-            raw_source_fields={"from": sender, "to": [_address(r) for r in message.get("toRecipients") or []],
+            raw_source_fields={"from": sender, "to": [email_address(r) for r in message.get("toRecipients") or []],
                                "folder": crumbs[-1].name if crumbs else None,
                                "conversation_id": message.get("conversationId"),
                                "internet_message_id": message.get("internetMessageId"),
@@ -182,7 +177,7 @@ class OutlookMailSource(GraphSource):
                 content_tag=f"{attachment['id']}:{attachment.get('lastModifiedDateTime', '')}",
                 fetch=download_fetcher(self.http, f"{url}/{attachment['id']}/$value", name),
                 raw_source_fields={"message_id": message["id"], "content_type": attachment.get("contentType"),
-                                   "size": attachment.get("size"), "from": _address(message.get("from"))},
+                                   "size": attachment.get("size"), "from": email_address(message.get("from"))},
             )
         if ids:
             self._attachments[message["id"]] = ids

@@ -1,4 +1,4 @@
-"""Twelve sources end to end: a first sync against the vendor's fake (the `responses` fakes of
+"""Thirteen sources end to end: a first sync against the vendor's fake (the `responses` fakes of
 tests/connectors), then an edit in the fake, then the vendor's signed notification.
 
 A Case knows how to list the source (`first_sync`), how to edit one item in the fake
@@ -24,6 +24,7 @@ from tests.connectors import test_google_drive as drive_fake
 from tests.connectors import test_linear as linear_fake
 from tests.connectors import test_msgraph as msgraph_fake
 from tests.connectors import test_notion as notion_fake
+from tests.connectors import test_outlook_calendar as calendar_fake
 from tests.connectors import test_stripe as stripe_fake
 from tests.connectors import test_trello as trello_fake
 from tests.connectors import test_zendesk as zendesk_fake
@@ -416,6 +417,33 @@ OUTLOOK = Case(
     subscription=_onedrive_subscription, patches=_outlook_patches)
 
 
+# --- Outlook calendar: a Graph subscription on /me/events; a meeting's agenda changes ---------------
+CALENDAR_PHRASE = "The quokka pricing review moves to the second half"
+
+
+def _calendar_patches(mp):
+    from connectors.sources.outlook_calendar import OutlookCalendarSource
+
+    mp.setattr(OutlookCalendarSource, "rate_limit_level", None)
+
+
+def _calendar_edit(rsps):
+    graph = msgraph_fake.GRAPH
+    rsps.add("GET", f"{graph}/me", json={"mail": "MeganB@contoso.onmicrosoft.com"})
+    rsps.add("GET", f"{graph}/me/calendar", json={"id": "AAMkAGI1AAAAAAEGAAA=", "name": "Calendar"})
+    edited = copy.deepcopy(calendar_fake.PLANNING)
+    edited["body"] = {"contentType": "text", "content": CALENDAR_PHRASE + "."}
+    edited["lastModifiedDateTime"] = "2026-11-20T08:00:00.0000000Z"
+    rsps.add("GET", calendar_fake.DELTA_LINK, json={"@odata.deltaLink": calendar_fake.LATER_LINK, "value": [edited]})
+
+
+CALENDAR = Case(
+    "outlook_calendar", {"access_token": calendar_fake.TOKEN}, calendar_fake.serve_first_round, _calendar_edit,
+    CALENDAR_PHRASE, calendar_fake.PLANNING["id"],
+    lambda client_state, url: vendor_calls.graph(client_state, "7f105c7d-2dc5-4530-97cd-4e7ae6534c07", "me/events"),
+    config={"future_days": 30}, subscription=_onedrive_subscription, patches=_calendar_patches)
+
+
 # --- Google Drive: this server opens a changes.watch channel; Drive sends the channel token back ------
 DRIVE_PHRASE = "Also: quokka expense reports are due on the 5th"
 DRIVE_CHANNEL = {}
@@ -448,4 +476,4 @@ DRIVE = Case(
     lambda token, url: vendor_calls.drive(token, DRIVE_CHANNEL.get("id", ""), DRIVE_CHANNEL.get("resource_id", "")),
     subscription=_drive_subscription)
 
-CASES = [ASANA, STRIPE, ZENDESK, TRELLO, LINEAR, GITHUB, GITLAB, NOTION, SLACK, ONEDRIVE, OUTLOOK, DRIVE]
+CASES = [ASANA, STRIPE, ZENDESK, TRELLO, LINEAR, GITHUB, GITLAB, NOTION, SLACK, ONEDRIVE, OUTLOOK, CALENDAR, DRIVE]
