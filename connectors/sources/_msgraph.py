@@ -53,6 +53,21 @@ def email_address(recipient: dict | None) -> str:
     return f"{name} <{address}>" if name and address and name != address else (address or name)
 
 
+def body_text(item: dict) -> str:
+    """The text of a message's or event's `body` (asked as text with `Prefer: outlook.body-content-type="text"`;
+    HTML from a server that ignored the header is read by the HTML converter), else its `bodyPreview`."""
+    body = item.get("body") or {}
+    text = body.get("content") or item.get("bodyPreview") or ""
+    if body.get("contentType") == "html":
+        from connectors.converters import convert_bytes
+
+        try:
+            text = convert_bytes(text.encode("utf-8"), Path("body.html"), max_bytes=len(text.encode()) + 1).text
+        except SkipEntity:
+            text = item.get("bodyPreview") or ""
+    return text
+
+
 def is_removed(item: dict) -> bool:
     """True for a delta item that reports a deletion (`@removed`, or a drive item's `deleted` facet)."""
     return "@removed" in item or "deleted" in item

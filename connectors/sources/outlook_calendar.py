@@ -25,14 +25,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
-from pathlib import Path
 from typing import Iterator
 
-from connectors.base import BaseEntity, Breadcrumb, ConfigField, SkipEntity
+from connectors.base import BaseEntity, Breadcrumb, ConfigField
 from connectors.notifications.vendors import OutlookCalendarNotifications
 from connectors.registry import source
 from connectors.sources._msgraph import (GRAPH_RATE_LIMIT, MICROSOFT_AUTH_METHODS, MICROSOFT_OAUTH_TYPE, DeltaRound,
-                                         GraphSource, email_address, graph_time, is_removed)
+                                         GraphSource, body_text, email_address, graph_time, is_removed)
 
 DELTA_PREFER = 'outlook.body-content-type="text", odata.maxpagesize=50'
 WINDOW_SLACK_DAYS = 30
@@ -122,15 +121,7 @@ class OutlookCalendarSource(GraphSource):
                 yield self._event(event, crumbs)
 
     def _event(self, event: dict, crumbs: list[Breadcrumb]) -> OutlookCalendarEventEntity:
-        body = event.get("body") or {}
-        text = body.get("content") or event.get("bodyPreview") or ""
-        if body.get("contentType") == "html":  # a server that ignored the Prefer header
-            from connectors.converters import convert_bytes
-
-            try:
-                text = convert_bytes(text.encode("utf-8"), Path("body.html"), max_bytes=len(text.encode()) + 1).text
-            except SkipEntity:
-                text = event.get("bodyPreview") or ""
+        text = body_text(event)
         people = [a for a in event.get("attendees") or [] if a.get("type") != "resource"]
         organizer = event.get("organizer")
         emails = {(p.get("emailAddress") or {}).get("address", "").lower() for p in [*people, organizer or {}]}

@@ -21,15 +21,14 @@ another folder (a move). Read/unread flips re-list a message but do not re-index
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Iterator
 
-from connectors.base import BaseEntity, Breadcrumb, ConfigField, SkipEntity
+from connectors.base import BaseEntity, Breadcrumb, ConfigField
 from connectors.notifications.vendors import OutlookMailNotifications
 from connectors.registry import source
 from connectors.sources._msgraph import (GRAPH_RATE_LIMIT, MICROSOFT_AUTH_METHODS, MICROSOFT_OAUTH_TYPE, DeltaRound,
-                                         GraphFileEntity, GraphSource, download_fetcher, email_address, graph_time,
-                                         is_removed, pages)
+                                         GraphFileEntity, GraphSource, body_text, download_fetcher, email_address,
+                                         graph_time, is_removed, pages)
 
 MESSAGE_FIELDS = ("subject,from,toRecipients,ccRecipients,receivedDateTime,sentDateTime,createdDateTime,"
                   "lastModifiedDateTime,body,bodyPreview,hasAttachments,webLink,conversationId,internetMessageId,"
@@ -132,15 +131,7 @@ class OutlookMailSource(GraphSource):
                 self._deleted += [message_id, *self._attachments.pop(message_id, [])]
 
     def _message(self, message: dict, crumbs: list[Breadcrumb]) -> OutlookMessageEntity:
-        body = message.get("body") or {}
-        text = body.get("content") or message.get("bodyPreview") or ""
-        if body.get("contentType") == "html":  # a server that ignored the Prefer header
-            from connectors.converters import convert_bytes
-
-            try:
-                text = convert_bytes(text.encode("utf-8"), Path("body.html"), max_bytes=len(text.encode()) + 1).text
-            except SkipEntity:
-                text = message.get("bodyPreview") or ""
+        text = body_text(message)
         sender = email_address(message.get("from"))
         return OutlookMessageEntity(
             entity_id=message["id"], name=message.get("subject") or "(no subject)", breadcrumbs=crumbs,

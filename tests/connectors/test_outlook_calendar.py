@@ -60,10 +60,15 @@ def check_graph_call(request, *, window: bool) -> None:
         assert query["startDateTime"][0].endswith("T00:00:00Z") and (end - start).days == 365 + 30
 
 
-def serve_first_round(rsps):
+def serve_me(rsps):
+    """The user (`/me`) and their primary calendar, asked before each round."""
     rsps.add("GET", f"{GRAPH}/me", json={"displayName": "Megan Bowen", "mail": "MeganB@contoso.onmicrosoft.com",
                                          "userPrincipalName": "MeganB@contoso.onmicrosoft.com"})
     rsps.add("GET", f"{GRAPH}/me/calendar", json={"id": "AAMkAGI1AAAAAAEGAAA=", "name": "Calendar"})
+
+
+def serve_first_round(rsps):
+    serve_me(rsps)
 
     def first_page(request):
         check_graph_call(request, window=True)
@@ -128,8 +133,7 @@ def test_the_next_run_follows_the_delta_link_updates_and_removes(rsps, make_coll
     connection = connect(make_collection())
     run(connection)
     rsps.reset()
-    rsps.add("GET", f"{GRAPH}/me", json={"mail": "MeganB@contoso.onmicrosoft.com"})
-    rsps.add("GET", f"{GRAPH}/me/calendar", json={"id": "AAMkAGI1AAAAAAEGAAA=", "name": "Calendar"})
+    serve_me(rsps)
     moved = {**PLANNING, "subject": "Q3 planning (moved)", "start": {"dateTime": "2026-11-26T14:00:00.0000000",
                                                                      "timeZone": "UTC"}}
 
@@ -152,8 +156,7 @@ def test_an_expired_delta_link_starts_a_full_round_and_absent_events_are_deleted
     connection = connect(make_collection())
     run(connection)
     rsps.reset()
-    rsps.add("GET", f"{GRAPH}/me", json={"mail": "MeganB@contoso.onmicrosoft.com"})
-    rsps.add("GET", f"{GRAPH}/me/calendar", json={"id": "AAMkAGI1AAAAAAEGAAA=", "name": "Calendar"})
+    serve_me(rsps)
     rsps.add("GET", DELTA_LINK, status=410, json={"error": {"code": "SyncStateNotFound",
                                                             "message": "The sync state generation is not found."}},
              match=[responses.matchers.query_string_matcher("$deltatoken=R0usmci39OQxqJrxK4")])
@@ -164,8 +167,7 @@ def test_an_expired_delta_link_starts_a_full_round_and_absent_events_are_deleted
 
 
 def test_a_window_slid_too_far_into_the_past_starts_over_with_a_new_one(rsps):
-    rsps.add("GET", f"{GRAPH}/me", json={"mail": "MeganB@contoso.onmicrosoft.com"})
-    rsps.add("GET", f"{GRAPH}/me/calendar", json={"id": "AAMkAGI1AAAAAAEGAAA=", "name": "Calendar"})
+    serve_me(rsps)
     rsps.add("GET", DELTA, json={"@odata.deltaLink": LATER_LINK, "value": [RETRO]},
              match=[responses.matchers.query_param_matcher({}, strict_match=False)])
     source = OutlookCalendarSource(OutlookCalendarSource.validate_config({"past_days": 10, "future_days": 10}),
@@ -180,8 +182,7 @@ def test_a_window_slid_too_far_into_the_past_starts_over_with_a_new_one(rsps):
 def test_a_throttled_page_is_retried_and_a_bad_window_is_refused(rsps):
     rsps.add("GET", f"{GRAPH}/me", status=429, headers={"Retry-After": "0"},
              json={"error": {"code": "ApplicationThrottled", "message": "Application is over its MailboxConcurrency limit."}})
-    rsps.add("GET", f"{GRAPH}/me", json={"mail": "MeganB@contoso.onmicrosoft.com"})
-    rsps.add("GET", f"{GRAPH}/me/calendar", json={"id": "AAMkAGI1AAAAAAEGAAA=", "name": "Calendar"})
+    serve_me(rsps)
     rsps.add("GET", DELTA, json={"@odata.deltaLink": LATER_LINK, "value": []},
              match=[responses.matchers.query_param_matcher({}, strict_match=False)])
     source = OutlookCalendarSource(OutlookCalendarSource.validate_config({}), {"access_token": TOKEN})

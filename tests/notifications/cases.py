@@ -428,9 +428,7 @@ def _calendar_patches(mp):
 
 
 def _calendar_edit(rsps):
-    graph = msgraph_fake.GRAPH
-    rsps.add("GET", f"{graph}/me", json={"mail": "MeganB@contoso.onmicrosoft.com"})
-    rsps.add("GET", f"{graph}/me/calendar", json={"id": "AAMkAGI1AAAAAAEGAAA=", "name": "Calendar"})
+    calendar_fake.serve_me(rsps)
     edited = copy.deepcopy(calendar_fake.PLANNING)
     edited["body"] = {"contentType": "text", "content": CALENDAR_PHRASE + "."}
     edited["lastModifiedDateTime"] = "2026-11-20T08:00:00.0000000Z"
