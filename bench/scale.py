@@ -532,27 +532,27 @@ def overlap_at_10(ours: list[list[int]], reference: list[list[int]]) -> float:
     return round(sum(len(a & b) / len(b) for a, b in pairs) / max(len(pairs), 1), 4)
 
 
-def measure_size(organization, pool, pool_vectors, queries, query_vectors, n: int, seed: int, keep: bool) -> dict:
+def measure_size(organization, pool, pool_vectors, queries, query_vectors, n: int, args: argparse.Namespace) -> dict:
     """Build a collection of `n` chunks, time ours and the anchors, and return the figures of this size."""
     print(f"\n== {n} chunks: building", flush=True)
-    corpus = make_corpus(pool, pool_vectors, n, seed)
+    corpus = make_corpus(pool, pool_vectors, n, args.seed)
     built = build(organization, corpus, str(n))
     print(f"  built: {built.timings}", flush=True)
     row: dict = {"chunks": n, "build": built.timings, "disk": disk_sizes(),
                  "shares": {c: round(float(condition_mask(corpus, c).mean()), 4) for c in CONDITIONS}}
     ours, ranked = {}, {}
-    for strategy in STRATEGIES:
+    for strategy in args.strategies.split(","):
         for condition in CONDITIONS:
             latencies, ranked[strategy, condition] = run_ours(built, queries, strategy, condition)
             ours[f"{strategy}/{condition}"] = percentiles(latencies)
             print(f"  ours {strategy:<8} {condition:<11} {ours[f'{strategy}/{condition}']}", flush=True)
     row["ours"] = ours
-    row["vector_recall@10"] = {c: overlap_at_10(ranked["semantic", c],
-                                                exact_top(corpus.vectors, query_vectors, condition_mask(corpus, c)))
-                               for c in CONDITIONS}
+    if ("semantic", "unfiltered") in ranked:
+        row["vector_recall@10"] = {c: overlap_at_10(ranked["semantic", c], exact_top(
+            corpus.vectors, query_vectors, condition_mask(corpus, c))) for c in CONDITIONS}
     row["anchors"] = anchors(built, corpus, queries, query_vectors, ranked)
     row["ratios_p50"] = ratios(ours, row["anchors"])
-    if not keep:
+    if not args.keep:
         built.collection.delete()
     return row
 
@@ -560,17 +560,26 @@ def measure_size(organization, pool, pool_vectors, queries, query_vectors, n: in
 def anchors(built: Built, corpus: Corpus, queries: list[str], query_vectors, ranked: dict) -> dict:
     """Time the four anchors and compare their answers with ours and with the exact top 10."""
     out = {}
-    out["bm25s"] = anchor_bm25s(lexemes_by_chunk(built.collection, built.chunk_ids), query_lexemes(queries),
-                                ranked["keyword", "unfiltered"])
-    build_info, latencies = anchor_tantivy(corpus.texts, queries)
-    out["tantivy"] = {**build_info, **percentiles(latencies)}
+    if ("keyword", "unfiltered") in ranked:
+        out["bm25s"] = anchor_bm25s(lexemes_by_chunk(built.collection, built.chunk_ids), query_lexemes(queries),
+                                    ranked["keyword", "unfiltered"])
+        build_info, latencies = anchor_tantivy(corpus.texts, queries)
+        out["tantivy"] = {**build_info, **percentiles(latencies)}
+    if ("semantic", "unfiltered") in ranked:
+        out.update(vector_anchors(built, corpus, query_vectors))
+    for name, figures in out.items():
+        print(f"  anchor {name:<13} {figures}", flush=True)
+    return out
+
+
+def vector_anchors(built: Built, corpus: Corpus, query_vectors) -> dict:
+    """The raw pgvector query and faiss HNSW: latencies and recall@10 against the exact top 10."""
+    out = {}
     exact = exact_top(corpus.vectors, query_vectors, condition_mask(corpus, "unfiltered"))
     latencies, pg_ranked = anchor_pgvector(built, query_vectors)
     out["pgvector_sql"] = {**percentiles(latencies), "recall@10": overlap_at_10(pg_ranked, exact)}
     build_info, latencies, faiss_ranked = anchor_faiss(corpus.vectors, query_vectors)
     out["faiss_hnsw"] = {**build_info, **percentiles(latencies), "recall@10": overlap_at_10(faiss_ranked, exact)}
-    for name, figures in out.items():
-        print(f"  anchor {name:<13} {figures}", flush=True)
     return out
 
 
@@ -580,7 +589,8 @@ ANCHOR_OF = {"keyword": ("bm25s", "tantivy"), "semantic": ("pgvector_sql", "fais
 def ratios(ours: dict, anchor_figures: dict) -> dict:
     """ours p50 / anchor p50 for the unfiltered keyword and semantic searches."""
     return {f"{strategy}/{anchor}": round(ours[f"{strategy}/unfiltered"]["p50_ms"] / anchor_figures[anchor]["p50_ms"], 1)
-            for strategy, names in ANCHOR_OF.items() for anchor in names if anchor_figures[anchor].get("p50_ms")}
+            for strategy, names in ANCHOR_OF.items() for anchor in names
+            if anchor_figures.get(anchor, {}).get("p50_ms") and f"{strategy}/unfiltered" in ours}
 
 
 def embed_latency(embedder, queries: list[str]) -> dict:
@@ -607,12 +617,30 @@ def print_table(report: dict) -> None:
         print(f"{'search':<30}{'p50':>9}{'p95':>9}{'p99':>9}")
         for name, f in [*row["ours"].items(), *((f"anchor {a}", v) for a, v in row["anchors"].items())]:
             print(f"{name:<30}{f['p50_ms']:>9.1f}{f['p95_ms']:>9.1f}{f['p99_ms']:>9.1f}")
-        print("vector recall@10 (ours vs exact): " + ", ".join(f"{c} {v:.3f}" for c, v in row["vector_recall@10"].items())
-              + f"; pgvector SQL {row['anchors']['pgvector_sql']['recall@10']:.3f}, "
-                f"faiss {row['anchors']['faiss_hnsw']['recall@10']:.3f}")
-        print(f"keyword top-10 agreement with exact BM25 (bm25s, same lexemes, ties counted): "
-              f"{row['anchors']['bm25s']['keyword_top10_agreement_with_ours']:.3f}")
+        if "vector_recall@10" in row:
+            print("vector recall@10 against the exact top 10: ours " + ", ".join(
+                f"{c} {v:.3f}" for c, v in row["vector_recall@10"].items())
+                + f"; pgvector SQL {row['anchors']['pgvector_sql']['recall@10']:.3f}, "
+                  f"faiss {row['anchors']['faiss_hnsw']['recall@10']:.3f}")
+        if "bm25s" in row["anchors"]:
+            print(f"keyword top-10 agreement with exact BM25 (bm25s, same lexemes, ties counted): "
+                  f"{row['anchors']['bm25s']['keyword_top10_agreement_with_ours']:.3f}")
         print("ours / anchor, p50: " + ", ".join(f"{k} {v}x" for k, v in row["ratios_p50"].items()))
+
+
+def markdown_table(report: dict) -> str:
+    """The latency table of docs/benchmarks.md: one row per search, p50 / p95 / p99 ms per size."""
+    sizes = report["sizes"]
+    head = "| search | " + " | ".join(f"{row['chunks']:,} chunks p50 / p95 / p99 ms" for row in sizes) + " |"
+    lines = [head, "|---|" + "---|" * len(sizes)]
+    names = [*sizes[0]["ours"], *(f"anchor {a}" for a in sizes[0]["anchors"])]
+    for name in names:
+        cells = []
+        for row in sizes:
+            f = row["anchors"][name[7:]] if name.startswith("anchor ") else row["ours"][name]
+            cells.append(f"{f['p50_ms']:.1f} / {f['p95_ms']:.1f} / {f['p99_ms']:.1f}")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def draw(report: dict, path: Path) -> None:
@@ -625,11 +653,13 @@ def draw(report: dict, path: Path) -> None:
     sizes = [row["chunks"] for row in report["sizes"]]
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for strategy in STRATEGIES:
-        ax.plot(sizes, [row["ours"][f"{strategy}/unfiltered"]["p95_ms"] for row in report["sizes"]], marker="o",
-                label=f"ours {strategy}")
+        if all(f"{strategy}/unfiltered" in row["ours"] for row in report["sizes"]):
+            ax.plot(sizes, [row["ours"][f"{strategy}/unfiltered"]["p95_ms"] for row in report["sizes"]], marker="o",
+                    label=f"ours {strategy}")
     for anchor in ("bm25s", "tantivy", "pgvector_sql", "faiss_hnsw"):
-        ax.plot(sizes, [row["anchors"][anchor]["p95_ms"] for row in report["sizes"]], linestyle="--", marker=".",
-                label=f"anchor {anchor}")
+        if all(anchor in row["anchors"] for row in report["sizes"]):
+            ax.plot(sizes, [row["anchors"][anchor]["p95_ms"] for row in report["sizes"]], linestyle="--", marker=".",
+                    label=f"anchor {anchor}")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("chunks in the collection")
@@ -674,6 +704,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--cache-dir", default=str(PROJECT_DIR / ".data/bench"), help="where embedded vectors are cached")
     parser.add_argument("--out", default=str(BENCH_DIR / "results"), help="folder of the JSON and PNG")
     parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument("--strategies", default=",".join(STRATEGIES), help="ours to time (anchors follow: keyword "
+                        "brings bm25s and tantivy, semantic the vector ones)")
     parser.add_argument("--keep", action="store_true", help="keep each collection instead of deleting it")
     return parser.parse_args(argv)
 
@@ -699,9 +731,9 @@ def run(args: argparse.Namespace) -> dict:
               "command": " ".join(["bench/scale.py", *sys.argv[1:]]) if sys.argv[0].endswith("scale.py") else None,
               "measured_at": datetime.now().isoformat(timespec="seconds"), "sizes": []}
     for n in (int(s) for s in args.sizes.split(",")):
-        report["sizes"].append(measure_size(organization, pool, pool_vectors, queries, query_vectors, n,
-                                            args.seed, args.keep))
+        report["sizes"].append(measure_size(organization, pool, pool_vectors, queries, query_vectors, n, args))
     print_table(report)
+    print("\n" + markdown_table(report))
     print(f"\nsaved {save(report, Path(args.out))}")
     return report
 
