@@ -194,7 +194,7 @@ class Built:
     timings: dict = field(default_factory=dict)
 
 
-def build(organization, corpus: Corpus, label: str) -> Built:
+def build(organization, corpus: Corpus, readable_id: str) -> Built:
     """Write `corpus` as a new collection: entities, chunks (COPY), postings, the HNSW index, VACUUM ANALYZE."""
     from django.db import connection
 
@@ -202,8 +202,8 @@ def build(organization, corpus: Corpus, label: str) -> Built:
     from airweave.collections.models import SourceConnection, Sync
     from airweave.collections.services import collection_create
 
-    collection = collection_create(organization=organization, name=f"Scale benchmark {label}",
-                                   readable_id=f"scale-{label}-{uuid.uuid4().hex[:6]}")
+    collection = collection_create(organization=organization, name=f"Scale benchmark {corpus.n}",
+                                   readable_id=readable_id)
     sc = SourceConnection.objects.create(organization_id=organization.id, collection=collection, name="synthetic",
                                          short_name="local_files", config={})
     Sync.objects.create(organization_id=organization.id, source_connection=sc)
@@ -225,6 +225,29 @@ def build(organization, corpus: Corpus, label: str) -> Built:
         for table in ("collections_entity", "collections_chunk", "collections_keyword_posting"):
             cur.execute(f"VACUUM ANALYZE {table}")
     return built
+
+
+def reuse(collection) -> Built:
+    """A collection kept by an earlier run (--keep) with the same size, seed and pool, as `build` made it."""
+    from airweave.collections.access import group_principal
+    from airweave.collections.models import Chunk, SourceConnection
+
+    rows = Chunk.objects.filter(collection=collection).values_list("id", "original_entity_id", "chunk_index")
+    ordered = sorted(rows, key=lambda r: (int(r[1][1:]), r[2]))
+    sc = SourceConnection.objects.get(collection=collection)
+    return Built(collection, [r[0] for r in ordered], group_principal(sc.id, "readers"), {"reused": True})
+
+
+def collection_for(organization, corpus: Corpus, readable_id: str, reuse_kept: bool) -> Built:
+    """Reuse the kept collection `readable_id` (with --reuse), else build it anew (a leftover is deleted first)."""
+    from airweave.collections.models import Collection
+
+    kept = Collection.objects.filter(organization=organization, readable_id=readable_id).first()
+    if kept and reuse_kept:
+        return reuse(kept)
+    if kept:
+        kept.delete()
+    return build(organization, corpus, readable_id)
 
 
 class _timed:
@@ -536,7 +559,7 @@ def measure_size(organization, pool, pool_vectors, queries, query_vectors, n: in
     """Build a collection of `n` chunks, time ours and the anchors, and return the figures of this size."""
     print(f"\n== {n} chunks: building", flush=True)
     corpus = make_corpus(pool, pool_vectors, n, args.seed)
-    built = build(organization, corpus, str(n))
+    built = collection_for(organization, corpus, f"scale-{n}-seed{args.seed}-pool{len(pool)}", args.reuse)
     print(f"  built: {built.timings}", flush=True)
     row: dict = {"chunks": n, "build": built.timings, "disk": disk_sizes(),
                  "shares": {c: round(float(condition_mask(corpus, c).mean()), 4) for c in CONDITIONS}}
@@ -707,6 +730,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--strategies", default=",".join(STRATEGIES), help="ours to time (anchors follow: keyword "
                         "brings bm25s and tantivy, semantic the vector ones)")
     parser.add_argument("--keep", action="store_true", help="keep each collection instead of deleting it")
+    parser.add_argument("--reuse", action="store_true", help="reuse a collection kept by an earlier run (--keep) "
+                        "of the same size, seed and pool: no build, build figures omitted")
     return parser.parse_args(argv)
 
 
