@@ -136,9 +136,11 @@ class Corpus:
 
     @property
     def n(self) -> int:
+        """The number of chunks."""
         return len(self.texts)
 
     def entity_of(self, i: int) -> int:
+        """The entity (0-based) that chunk `i` belongs to."""
         return i // CHUNKS_PER_ENTITY
 
 
@@ -397,18 +399,21 @@ def condition_mask(corpus: Corpus, condition: str):
 
 # --- anchors -----------------------------------------------------------------------------------
 
-def lexemes_by_chunk(collection, chunk_ids: list) -> list[list[str]]:
-    """Each chunk's terms as the product indexed them (each lexeme repeated tf times), in corpus order."""
+def lexemes_by_chunk(chunk_ids: list) -> tuple[list[list[int]], dict[str, int]]:
+    """Each chunk's terms as the product indexed them, as token ids (each repeated tf times) in corpus
+    order, and the vocabulary {lexeme: id}. Read 10,000 chunks at a time, so 1M chunks fit in memory."""
     from django.db import connection
 
     position = {cid: i for i, cid in enumerate(chunk_ids)}
-    tokens: list[list[str]] = [[] for _ in chunk_ids]
+    tokens: list[list[int]] = [[] for _ in chunk_ids]
+    vocab: dict[str, int] = {}
     with connection.cursor() as cur:
-        cur.execute("SELECT chunk_id, term, tf FROM collections_keyword_posting WHERE collection_id = %s",
-                    [collection.id])
-        for chunk_id, term, tf in cur.fetchall():
-            tokens[position[chunk_id]].extend([term] * tf)
-    return tokens
+        for start in range(0, len(chunk_ids), 10_000):
+            cur.execute("SELECT chunk_id, term, tf FROM collections_keyword_posting WHERE chunk_id = ANY(%s::uuid[])",
+                        [chunk_ids[start:start + 10_000]])
+            for chunk_id, term, tf in cur.fetchall():
+                tokens[position[chunk_id]].extend([vocab.setdefault(term, len(vocab))] * tf)
+    return tokens, vocab
 
 
 def query_lexemes(queries: list[str]) -> list[list[str]]:
@@ -423,8 +428,11 @@ def query_lexemes(queries: list[str]) -> list[list[str]]:
         return [list(row[1]) for row in cur.fetchall()]
 
 
-def anchor_bm25s(tokens: list[list[str]], queries: list[list[str]], ours: list[list[int]]) -> dict:
+def anchor_bm25s(corpus_tokens: tuple[list[list[int]], dict[str, int]], queries: list[list[str]],
+                 ours: list[list[int]]) -> dict:
     """bm25s (Lucene idf, the product's k1/b) over the product's lexemes: build s, latencies, agreement with ours.
+
+    `corpus_tokens` is what lexemes_by_chunk returns; `queries` are lexemes, `ours` our top 10 (corpus indices).
 
     The agreement is tie-aware: one of our top 10 counts as a match when its exact BM25 score
     reaches the exact 10th score (variants of one pool chunk can hold the same bag of words,
@@ -437,7 +445,7 @@ def anchor_bm25s(tokens: list[list[str]], queries: list[list[str]], ours: list[l
 
     started = time.perf_counter()
     retriever = bm25s.BM25(k1=BM25_K1, b=BM25_B, method="lucene")
-    retriever.index(tokens, show_progress=False)
+    retriever.index(corpus_tokens, show_progress=False)
     build_s = time.perf_counter() - started
     vocab = retriever.vocab_dict
     latencies, matches = [], []
@@ -446,7 +454,7 @@ def anchor_bm25s(tokens: list[list[str]], queries: list[list[str]], ours: list[l
         if not known:
             continue
         started = time.perf_counter()
-        retriever.retrieve([known], k=min(LIMIT, len(tokens)), show_progress=False, n_threads=1)
+        retriever.retrieve([known], k=min(LIMIT, len(corpus_tokens[0])), show_progress=False, n_threads=1)
         latencies.append((time.perf_counter() - started) * 1000)
         scores = retriever.get_scores(known)
         k = min(LIMIT, int((scores > 0).sum()))
@@ -584,7 +592,7 @@ def anchors(built: Built, corpus: Corpus, queries: list[str], query_vectors, ran
     """Time the four anchors and compare their answers with ours and with the exact top 10."""
     out = {}
     if ("keyword", "unfiltered") in ranked:
-        out["bm25s"] = anchor_bm25s(lexemes_by_chunk(built.collection, built.chunk_ids), query_lexemes(queries),
+        out["bm25s"] = anchor_bm25s(lexemes_by_chunk(built.chunk_ids), query_lexemes(queries),
                                     ranked["keyword", "unfiltered"])
         build_info, latencies = anchor_tantivy(corpus.texts, queries)
         out["tantivy"] = {**build_info, **percentiles(latencies)}
@@ -719,6 +727,7 @@ def save(report: dict, out_dir: Path) -> Path:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line (`argv`, default sys.argv[1:]) as run() takes it."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10000,100000", help="comma-separated chunk counts (1000000 takes hours)")
     parser.add_argument("--dataset", default=str(PROJECT_DIR.parent / "shared/data/scifact"), help="BEIR SciFact folder")
@@ -764,6 +773,7 @@ def run(args: argparse.Namespace) -> dict:
 
 
 def main() -> None:
+    """Parse the command line, set Django up and run."""
     import django
 
     args = parse_args()
