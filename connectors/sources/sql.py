@@ -326,27 +326,33 @@ def _check_server(host: str) -> None:
     check_host(host)
 
 
+def check_server_config(out: dict, default_port: int) -> dict:
+    """Check (in place) the `host`, `port` and `database` of a validated server config and return
+    it: a host without spaces that the SSRF guard allows, a port in 1-65535, a database name.
+    Raises ValueError naming the field to fix."""
+    host = out["host"].strip()
+    if not host or any(c.isspace() for c in host):
+        raise ValueError("config field 'host' must be a host name, an address or a socket folder")
+    try:
+        _check_server(host)
+    except BlockedAddress as exc:
+        raise ValueError(f"config field 'host': {exc} (AIRWEAVE_ALLOW_PRIVATE_HOSTS allows it)") from None
+    out["host"] = host
+    port = out.get("port", default_port)
+    if not 1 <= port <= 65535:
+        raise ValueError("config field 'port' must be between 1 and 65535")
+    if not out["database"].strip():
+        raise ValueError("config field 'database' must not be empty")
+    return out
+
+
 class _ServerSQLSource(SQLSource):
     driver = ""
     default_port = 0
 
     @classmethod
     def validate_config(cls, config: dict, *, for_api: bool = False) -> dict:
-        out = super().validate_config(config, for_api=for_api)
-        host = out["host"].strip()
-        if not host or any(c.isspace() for c in host):
-            raise ValueError("config field 'host' must be a host name, an address or a socket folder")
-        try:
-            _check_server(host)
-        except BlockedAddress as exc:
-            raise ValueError(f"config field 'host': {exc} (AIRWEAVE_ALLOW_PRIVATE_HOSTS allows it)") from None
-        out["host"] = host
-        port = out.get("port", cls.default_port)
-        if not 1 <= port <= 65535:
-            raise ValueError("config field 'port' must be between 1 and 65535")
-        if not out["database"].strip():
-            raise ValueError("config field 'database' must not be empty")
-        return out
+        return check_server_config(super().validate_config(config, for_api=for_api), cls.default_port)
 
     def database_name(self) -> str:
         return self.config["database"]
