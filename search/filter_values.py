@@ -7,11 +7,11 @@ that schema and checks the reply.
 """
 from __future__ import annotations
 
-from django.db import connection
 from django.db.models import Count
 
 from airweave.collections.access import visible_q
 from airweave.collections.models import Chunk, Entity
+from airweave.db_router import search_connection
 
 def filter_items_schema(*, with_operator: bool) -> dict:
     """The JSON schema of the `filters` array a model answers: [{field, (operator,) value}], strings."""
@@ -60,7 +60,7 @@ def _breadcrumb_names(collection_id, principals: list[str] | None, limit: int) -
     """Breadcrumb names by the number of visible entities under them, most first (ties by name)."""
     entities = Entity.objects.filter(visible_q(principals), collection_id=collection_id).values("breadcrumbs")
     sql, params = entities.query.sql_with_params()
-    with connection.cursor() as cur:
+    with search_connection().cursor() as cur:
         cur.execute(f"""
             SELECT b->>'name' AS name, count(*) AS n
             FROM ({sql}) e CROSS JOIN LATERAL jsonb_array_elements(

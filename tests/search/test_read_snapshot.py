@@ -31,11 +31,11 @@ def _record(version: str, chunks: int = 3) -> EntityRecord:
 
 
 @pytest.fixture
-def ledger():
+def ledger(tmp_path):
     org = Organization.objects.create(name=f"snapshot-{uuid.uuid4().hex[:8]}")
     collection = collection_create(organization=org, name="Ledger", readable_id="ledger")
     connection = source_connection_create(collection=collection, short_name="local_files",
-                                          config={"path": "/nonexistent"}, sync_immediately=False, for_api=False)
+                                          config={"path": str(tmp_path)}, sync_immediately=False, for_api=False)
     entities_write(source_connection=connection, sync_id=connection.sync.id, sync_job_id=None,
                    records=[_record("versionone")])
     yield connection
