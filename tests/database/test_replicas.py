@@ -28,7 +28,7 @@ from search.instant import InstantSearchRequest, search_instant
 from search.retrieval import read_snapshot
 from tests.database.pg_replica import Cluster
 
-pytestmark = pytest.mark.slow  # a cluster of two servers, the migrations, a model load: about 40 s
+pytestmark = pytest.mark.slow  # a cluster of two servers, the migrations, a model load: about 30-45 s
 
 
 @pytest.fixture(scope="module")
