@@ -97,6 +97,33 @@ else:
 
     DATABASES = {"default": _start_embedded_db(AIRWEAVE_DATA_DIR)}
 DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("DB_CONN_MAX_AGE", default=0))
+
+
+def replica_database(entry: str, primary: dict) -> dict:
+    """A DATABASES entry for one item of DATABASE_REPLICA_URLS: a postgres URL, or a Unix socket
+    folder (an absolute path: the primary's database and user on the server listening there).
+
+    TEST MIRROR: under tests a replica alias reads the test database of the primary.
+    """
+    entry = entry.strip()
+    if entry.startswith("/"):
+        config = {k: v for k, v in primary.items() if k != "TEST"} | {"HOST": entry, "PORT": ""}
+    else:
+        config = env.db_url_config(entry)
+    config.setdefault("CONN_MAX_AGE", primary.get("CONN_MAX_AGE", 0))
+    # A replica that is down must not hold a search for long: it falls back to the primary.
+    config["OPTIONS"] = {"connect_timeout": 3, **config.get("OPTIONS", {})}
+    config["TEST"] = {"MIRROR": "default"}
+    return config
+
+
+# Search reads on streaming replicas (docs/scaling.md, Read replicas): aliases replica_1, replica_2, …
+for _number, _entry in enumerate(env.list("DATABASE_REPLICA_URLS", default=[]), start=1):
+    if _entry.strip():
+        DATABASES[f"replica_{_number}"] = replica_database(_entry, DATABASES["default"])
+DATABASE_ROUTERS = ["airweave.db_router.ReplicaRouter"]
+# A replica that failed is passed over (searches read the primary) for this many seconds.
+AIRWEAVE_REPLICA_RETRY_SECONDS = env.float("AIRWEAVE_REPLICA_RETRY_SECONDS", default=10.0)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_USER_MODEL = "tenancy.User"

@@ -7,11 +7,12 @@ that schema and checks the reply.
 """
 from __future__ import annotations
 
-from django.db import connection
 from django.db.models import Count
 
 from airweave.collections.access import visible_q
 from airweave.collections.models import Chunk, Entity
+from airweave.db_router import search_connection
+from search.retrieval import read_snapshot
 
 def filter_items_schema(*, with_operator: bool) -> dict:
     """The JSON schema of the `filters` array a model answers: [{field, (operator,) value}], strings."""
@@ -46,21 +47,22 @@ def collection_values(collection_id, principals: list[str] | None, per_field: in
     only when its value is listed here, so the list holds the most common values, not the first
     ones alphabetically (which would make every later folder impossible to filter on).
     """
-    chunks = Chunk.objects.filter(visible_q(principals), collection_id=collection_id)
-    by_type = chunks.values("entity_type").annotate(n=Count("id")).order_by("-n")[:per_field]
-    by_source = chunks.values("source_name").annotate(n=Count("id")).order_by("-n")[:per_field]
-    return {
-        "airweave_system_metadata.source_name": [r["source_name"] for r in by_source],
-        "airweave_system_metadata.entity_type": [r["entity_type"] for r in by_type],
-        "breadcrumbs.name": _breadcrumb_names(collection_id, principals, per_field),
-    }
+    with read_snapshot(collection_id):  # on a replica when one has replayed the collection's last sync
+        chunks = Chunk.objects.filter(visible_q(principals), collection_id=collection_id)
+        by_type = list(chunks.values("entity_type").annotate(n=Count("id")).order_by("-n")[:per_field])
+        by_source = list(chunks.values("source_name").annotate(n=Count("id")).order_by("-n")[:per_field])
+        return {
+            "airweave_system_metadata.source_name": [r["source_name"] for r in by_source],
+            "airweave_system_metadata.entity_type": [r["entity_type"] for r in by_type],
+            "breadcrumbs.name": _breadcrumb_names(collection_id, principals, per_field),
+        }
 
 
 def _breadcrumb_names(collection_id, principals: list[str] | None, limit: int) -> list[str]:
     """Breadcrumb names by the number of visible entities under them, most first (ties by name)."""
     entities = Entity.objects.filter(visible_q(principals), collection_id=collection_id).values("breadcrumbs")
     sql, params = entities.query.sql_with_params()
-    with connection.cursor() as cur:
+    with search_connection().cursor() as cur:
         cur.execute(f"""
             SELECT b->>'name' AS name, count(*) AS n
             FROM ({sql}) e CROSS JOIN LATERAL jsonb_array_elements(

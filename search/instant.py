@@ -92,7 +92,7 @@ def search_instant(*, collection: Collection, request: InstantSearchRequest,
                 vector = get_embedder(collection.embedding_model_name).embed_queries([query])[0]
                 EMBEDDING_BATCH_SECONDS.labels(collection.embedding_model_name, "query").observe(
                     time.perf_counter() - embedding_started)
-        with read_snapshot():  # the page is hydrated from the index the legs ranked
+        with read_snapshot(collection.id):  # the page is hydrated from the index the legs ranked
             with _operation("retrieval"):
                 hits = retrieve(RetrievalQuery(
                     collection_id=collection.id, dims=collection.vector_size, text=query, query_vector=vector,

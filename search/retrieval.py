@@ -12,10 +12,12 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import connection, transaction
+from django.db import DEFAULT_DB_ALIAS, transaction
 
 from airweave.collections.keyword_index import TEXT_SEARCH_CONFIG
+from airweave.collections.models import Collection
 from airweave.collections.vector_indexes import vector_cast
+from airweave.db_router import replica_aliases, search_alias, search_connection, search_reads
 from search.filters import SQLCondition
 
 # BM25 parameters (Robertson & Zaragoza 2009; Lucene's idf variant, as in bm25s). Chosen on the
@@ -58,8 +60,11 @@ class Hit:
 
 
 @contextmanager
-def read_snapshot():
-    """Run the enclosed queries in one REPEATABLE READ, READ ONLY transaction.
+def read_snapshot(collection_id=None):
+    """Run the enclosed queries in one REPEATABLE READ, READ ONLY transaction, on a replica when
+    one is configured and has replayed the collection's last sync (airweave/db_router.py), else
+    on the primary. Every query of the retrieval reads `search_connection()`, and ORM reads
+    inside (the hydration, `search.results.load_chunks`) are routed to the same alias.
 
     A search reads the chunks several times (each leg, the keyword leg's entity lookup, the
     hydration of the page); in READ COMMITTED each statement sees the commits made before it, so
@@ -68,13 +73,23 @@ def read_snapshot():
     index as it was when the first one ran. Inside an outer transaction (a test's, or a caller's
     own) its isolation is kept and nothing is changed.
     """
-    if connection.in_atomic_block:
-        yield
-        return
-    with transaction.atomic():
-        with connection.cursor() as cur:
-            cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-        yield
+    with search_reads(_written_lsn(collection_id)):
+        connection = search_connection()
+        if connection.in_atomic_block:
+            yield
+            return
+        with transaction.atomic(using=connection.alias):
+            with search_connection().cursor() as cur:
+                cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            yield
+
+
+def _written_lsn(collection_id) -> str:
+    """The collection's `written_lsn` read on the primary; "" without replicas (no query then)."""
+    if collection_id is None or not replica_aliases():
+        return ""
+    return Collection.objects.using(DEFAULT_DB_ALIAS).filter(pk=collection_id).values_list(
+        "written_lsn", flat=True).first() or ""
 
 
 def retrieve(q: RetrievalQuery) -> list[Hit]:
@@ -153,7 +168,7 @@ def chunk_count(collection_id) -> int:
     key = f"chunk-count:{collection_id}"
     value = cache.get(key)
     if value is None:
-        with connection.cursor() as cur:
+        with search_connection().cursor() as cur:
             cur.execute("SELECT count(*) FROM collections_chunk WHERE collection_id = %s", [collection_id])
             value = cur.fetchone()[0]
         cache.set(key, value, 60)
@@ -180,7 +195,7 @@ def vector_leg(q: RetrievalQuery, depth: int) -> list[Hit]:
             LIMIT %s
         ) ranked ORDER BY d
     """
-    with transaction.atomic(), connection.cursor() as cur:
+    with transaction.atomic(using=search_alias()), search_connection().cursor() as cur:
         if not exact:
             cur.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
             cur.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(max(40, min(depth, 1000)))])
@@ -234,7 +249,7 @@ def keyword_leg(q: RetrievalQuery, depth: int) -> list[Hit]:
     """
     k1, b = BM25_K1, BM25_B
     args = [q.text, q.collection_id, q.collection_id, k1, k1, b, b, *tail_args]
-    with transaction.atomic(), connection.cursor() as cur:
+    with transaction.atomic(using=search_alias()), search_connection().cursor() as cur:
         # Common terms put tens of thousands of postings through the df window's sort: keep it in memory.
         cur.execute("SET LOCAL work_mem = '64MB'")
         cur.execute(sql, args)
@@ -253,7 +268,7 @@ def _walk_pays(q: RetrievalQuery, where: str, params: list, depth: int) -> bool:
     than a join reading all the collection's chunk rows: PostgreSQL's own estimate of the filter's
     selectivity s says about depth / s lookups are needed."""
     total = chunk_count(q.collection_id)
-    with connection.cursor() as cur:
+    with search_connection().cursor() as cur:
         cur.execute(f"EXPLAIN (FORMAT JSON) SELECT 1 FROM collections_chunk c WHERE {where}", params)
         plan = cur.fetchone()[0]
     estimated = (json.loads(plan) if isinstance(plan, str) else plan)[0]["Plan"]["Plan Rows"]

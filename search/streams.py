@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import AsyncIterator, Callable
 
 from django.conf import settings
-from django.db import close_old_connections, connection
+from django.db import close_old_connections, connections
 
 from airweave.availability import DATABASE_UNAVAILABLE, database_unavailable
 from airweave.events import EventStream, heartbeat_seconds
@@ -68,7 +68,7 @@ async def stream_from_thread(run: Callable[[EventStream], None], *, first: dict 
                 else:
                     stream.emit("error", message=f"the search failed: {type(exc).__name__}")
         finally:
-            connection.close()
+            connections.close_all()  # this thread's: the primary's and a replica's
             loop.call_soon_threadsafe(queue.put_nowait, _END)
 
     worker = loop.run_in_executor(stream_pool(), work)

@@ -50,6 +50,9 @@ class Collection(TenantModel):
     embedding_model_name = models.CharField(max_length=128)
     vector_size = models.PositiveIntegerField()
     sync_config = models.JSONField(null=True, blank=True)
+    # The primary's WAL position (pg_lsn as text) when a sync job of this collection last ended, with
+    # DATABASE_REPLICA_URLS set: searches read a replica only once it has replayed past it (airweave/db_router.py).
+    written_lsn = models.CharField(max_length=32, blank=True, default="")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     modified_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
 

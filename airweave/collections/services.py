@@ -16,6 +16,7 @@ from django.conf import settings
 from django.utils.text import slugify
 
 from airweave.collections import keyword_index
+from airweave.db_router import primary_lsn
 from airweave.events import publish_domain_event
 from airweave.collections.models import READABLE_ID_RE, AccessGroupMembership, Chunk, Collection, Entity, SourceConnection
 from airweave.providers.catalog import embedding_model, indexed_dimensions
@@ -134,6 +135,16 @@ def collection_update(*, collection: Collection, name: str | None = None, sync_c
     collection.save()
     publish_domain_event(collection.organization_id, "collection.updated", collection_event_payload(collection))
     return collection
+
+
+def collection_written_mark(*, source_connection_id) -> str:
+    """Record the primary's WAL position on the collection of a source connection (`written_lsn`)
+    after a sync job of it ended, so that searches of it read a replica only once it has replayed that far
+    (airweave/db_router.py). Returns the position ("" and nothing written without replicas)."""
+    lsn = primary_lsn()
+    if lsn:
+        Collection.objects.filter(source_connections=source_connection_id).update(written_lsn=lsn)
+    return lsn
 
 
 def collection_delete(*, collection: Collection) -> None:

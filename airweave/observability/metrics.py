@@ -27,6 +27,11 @@ SEARCH_RESULTS = Histogram(
     ["tier"], buckets=(0, 1, 5, 10, 25, 50, 100, 250, 500, 1000))
 SEARCH_FAILURES = Counter(
     "airweave_search_failures_total", "Searches that failed inside the pipeline (not refused input).", ["tier"])
+SEARCH_READS = Counter(
+    "airweave_search_reads_total",
+    "Where a search read the index with DATABASE_REPLICA_URLS set: target replica or primary; reason replica, "
+    "read_your_writes (no replica had replayed the collection's last sync) or replica_down (none reachable).",
+    ["target", "reason"])
 PROVIDER_FALLBACKS = Counter(
     "airweave_provider_fallbacks_total",
     "A provider of a fallback chain passed over: `reason` is error (a retryable failure) or circuit_open.",

@@ -27,6 +27,12 @@ SMALL_BATCH = 4
 BULK_THREADS = int(os.environ.get("AIRWEAVE_TORCH_THREADS", "0")) or (os.cpu_count() or 1)
 BACKENDS = ("torch", "onnx", "onnx-int8")
 DEFAULT_BACKEND = "onnx"
+# At most this many sequences per onnxruntime run. Its CPU arena keeps the buffers of the largest
+# run for the life of the process (the attention scores of one layer alone are rows x 12 heads x
+# 256 x 256 float32: 200 MB for 64 chunks of 256 tokens). Measured with all-MiniLM-L6-v2 on 64
+# chunks of 256 tokens, 2 threads: the process's PSS after embedding was 1,218 MB in runs of 64,
+# 446 MB in runs of 16 and 309 MB in runs of 8, and runs of 16 were not slower (docs/embeddings.md).
+ONNX_RUN_ROWS = 16
 _INSTANCES: dict[tuple[str, str], "LocalEmbedder"] = {}
 logger = logging.getLogger(__name__)
 
@@ -153,12 +159,11 @@ class _OnnxModel:
 
     def __init__(self, model_path: Path, model_name: str, variant: str):
         import onnxruntime  # noqa: F401  (fail early, before exporting, when it is missing)
-        from transformers import AutoTokenizer
 
         from airweave.providers.onnx_export import exported_model
 
         self.file = exported_model(model_path, _models_dir(), model_name, variant)
-        self.tokenizer = AutoTokenizer.from_pretrained(str(model_path))
+        self.tokenizer = _tokenizer(model_path)
         config = json.loads((model_path / "sentence_bert_config.json").read_text())
         self.max_seq_length = int(config.get("max_seq_length") or self.tokenizer.model_max_length)
         pooling = json.loads((model_path / "1_Pooling" / "config.json").read_text())
@@ -193,8 +198,8 @@ class _OnnxModel:
         session = self._session(1 if small else BULK_THREADS)
         out = np.zeros((len(texts), self._dimensions), dtype=np.float32)
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-        for start in range(0, len(order), batch_size):
-            rows = order[start:start + batch_size]
+        for start in range(0, len(order), min(batch_size, ONNX_RUN_ROWS)):
+            rows = order[start:start + min(batch_size, ONNX_RUN_ROWS)]
             enc = self.tokenizer([texts[i] for i in rows], padding=True, truncation=True,
                                  max_length=self.max_seq_length, return_tensors="np")
             feed = {name: enc[name].astype(np.int64) for name in ("input_ids", "attention_mask", "token_type_ids")}
@@ -204,6 +209,23 @@ class _OnnxModel:
             pooled /= np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
             out[rows] = pooled
         return out
+
+
+def _tokenizer(model_path: Path):
+    """The model's tokenizer, of the class its tokenizer_config.json names (what AutoTokenizer
+    picks: BertTokenizer for MiniLM), without importing torch.
+
+    `transformers.AutoTokenizer` imports torch whenever it is installed: 250-300 MB more in every
+    process that embeds with the ONNX backend and otherwise never needs it. Falls back to
+    AutoTokenizer when the configuration names no class transformers has.
+    """
+    import transformers
+
+    config = json.loads((model_path / "tokenizer_config.json").read_text())
+    cls = getattr(transformers, str(config.get("tokenizer_class") or ""), None)
+    if cls is None or not hasattr(cls, "from_pretrained"):
+        cls = transformers.AutoTokenizer
+    return cls.from_pretrained(str(model_path))
 
 
 def get_local_embedder(model: str = "all-MiniLM-L6-v2", batch_size: int = 64,

@@ -11,6 +11,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from airweave.collections.models import SourceConnection, Sync, SyncJob
+from airweave.collections.services import collection_written_mark
 from airweave.events import make_event, publish_domain_event, publish_to_group, sync_job_group
 from connectors.base import AUTH_ERROR_CATEGORIES
 from connectors.sync.workers import current_worker, worker_is_gone
@@ -85,6 +86,8 @@ def sync_job_transition(job: SyncJob, to: str, **fields) -> bool:
     job.refresh_from_db()
     if changed:
         _connection_status_follow(job)
+        if to in SyncJob.FINAL_STATUSES:  # what the job wrote is committed: replicas must replay it first
+            collection_written_mark(source_connection_id=job.source_connection_id)
         _emit(job, to)
     return bool(changed)
 

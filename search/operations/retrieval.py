@@ -19,7 +19,7 @@ class Retrieval(SearchOperation):
         else:
             pairs = list(zip(state.all_queries(), state.query_vectors))
         legs = []
-        with read_snapshot():  # every query's legs and the hydration see one state of the index
+        with read_snapshot(state.collection_id):  # every query's legs and the hydration see one state of the index
             for text, vector in pairs:
                 legs.append(retrieve(RetrievalQuery(
                     collection_id=state.collection_id, dims=state.dims, text=text, query_vector=vector,

