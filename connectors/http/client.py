@@ -111,6 +111,8 @@ class HttpClient:
 
         `kwargs` are requests' (params, json, data, headers, stream, allow_redirects, ...).
         `idempotent` (default: by method) allows retrying 5xx and network failures of a POST.
+        `auth` (a connectors.auth.tokens.Auth) replaces the client's auth for this request only:
+        `auth=NoAuth()` fetches a pre-signed link of another host without the source's credentials.
         Raises HttpError (status ≥ 400 once retries are done; with raise_for_status=False the last
         response is returned instead), RateLimited, NetworkError, AuthFailure, BlockedAddress
         (connectors.http.errors).
@@ -228,7 +230,9 @@ class HttpClient:
         if self.rate_limiter is not None:
             self.rate_limiter.acquire()
         try:
-            response = self.session.request(method, url, auth=self.auth, timeout=timeout, **kwargs)
+            sent = {k: v for k, v in kwargs.items() if k != "auth"}
+            response = self.session.request(method, url, auth=kwargs.get("auth", self.auth), timeout=timeout,
+                                            **sent)
         except requests.ConnectTimeout as exc:  # nothing was sent: always safe to retry
             raise _Retry(NetworkError(f"connect timeout on {redact_url(url)}: {type(exc).__name__}")) from None
         except (requests.Timeout, requests.ConnectionError) as exc:

@@ -12,7 +12,8 @@ The pagination itself is `connectors.http.cursor_pages` / `offset_pages`; what i
   last completed job's cursor and advanced as items are seen, the ids the service reported
   deleted, and whether the run is incremental (so not a full listing).
 - `WatermarkSource`: the three contract methods (`is_full_listing`, `deleted_entity_ids`,
-  `next_cursor`) answered from `self._marks`.
+  `next_cursor`) answered from `self._marks`; `ListedSource` adds `present_entity_ids` for
+  sources that list everything every run and read only what changed.
 """
 from __future__ import annotations
 
@@ -190,6 +191,26 @@ class WatermarkSource:
 
     def next_cursor(self) -> dict:
         return self._marks.cursor()
+
+
+class ListedSource(WatermarkSource):
+    """Mixin for a source that lists everything cheaply every run but reads only what changed.
+
+    `generate_entities` sets `self._marks = Watermarks(cursor)` and `self._present = set()`,
+    adds every entity id the listings hold to `self._present` (`present(entity_id)`), and
+    yields only the items changed since their stream's mark. A run from a saved cursor is not a
+    full listing; what the listings no longer hold is deleted (`present_entity_ids`).
+    """
+
+    _present: set
+
+    def present(self, entity_id: str) -> str:
+        """Record `entity_id` as listed this run; return it."""
+        self._present.add(entity_id)
+        return entity_id
+
+    def present_entity_ids(self):
+        return self._present
 
 
 class ObjectTypesSource(WatermarkSource):
