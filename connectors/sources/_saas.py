@@ -13,18 +13,20 @@ The pagination itself is `connectors.http.cursor_pages` / `offset_pages`; what i
   deleted, and whether the run is incremental (so not a full listing).
 - `WatermarkSource`: the three contract methods (`is_full_listing`, `deleted_entity_ids`,
   `next_cursor`) answered from `self._marks`; `ListedSource` adds `present_entity_ids` for
-  sources that list everything every run and read only what changed.
+  sources that list everything every run and read only what changed; `PeriodicFullListing`
+  a full listing every `full_sync_days` for APIs that report no deletions.
 """
 from __future__ import annotations
 
 import re
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, ClassVar, Iterator
 from urllib.parse import urlsplit
 
 from connectors.auth.tokens import BearerAuth
-from connectors.base import BaseSource, SkipEntity
+from connectors.base import BaseSource, ConfigField, SkipEntity
 from connectors.http import cursor_pages
 from connectors.http.ssrf import BlockedAddress, check_url
 
@@ -211,6 +213,38 @@ class ListedSource(WatermarkSource):
 
     def present_entity_ids(self):
         return self._present
+
+
+FULL_SYNC_DAYS = ConfigField("full_sync_days", "Days between full listings", "integer",
+                             "The service reports no deletions: a full listing this often removes what was "
+                             "deleted.", default=7)
+
+
+class PeriodicFullListing(WatermarkSource):
+    """Mixin for an incremental source whose API reports no deletions (ServiceNow, Freshservice, ...).
+
+    Declare `FULL_SYNC_DAYS` among the config fields; `validate_config` checks it is 1..365 days
+    (ValueError otherwise). `generate_entities` calls `self.start_marks(cursor)`: the marks of the
+    last completed job, dropped when its last full listing is `full_sync_days` old, so that run is a
+    full listing and the pipeline deletes what it no longer holds. The cursor carries `full_at`
+    (epoch seconds of the last full listing) beside the marks.
+    """
+
+    @classmethod
+    def validate_config(cls, config: dict, *, for_api: bool = False) -> dict:
+        out = super().validate_config(config, for_api=for_api)
+        if not 1 <= out.get("full_sync_days", 7) <= 365:
+            raise ValueError("config field 'full_sync_days' must be between 1 and 365")
+        return out
+
+    def start_marks(self, cursor: dict | None) -> Watermarks:
+        """Set and return `self._marks` for this run (see the class docstring)."""
+        self._marks = Watermarks(cursor)
+        self._full_at = self._marks.expire(cursor, self.config.get("full_sync_days", 7), time.time())
+        return self._marks
+
+    def next_cursor(self) -> dict:
+        return {**self._marks.cursor(), "full_at": self._full_at}
 
 
 class ObjectTypesSource(WatermarkSource):
