@@ -325,3 +325,36 @@ class SelfHostedSource(BaseSource):
     @property
     def base_url(self) -> str:
         return self.config[self.URL_FIELD]
+
+
+_SUBDOMAIN = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
+
+
+class SubdomainSource(BaseSource):
+    """A source of a vendor that gives each account its own subdomain (acme.zendesk.com, acme.myshopify.com).
+
+    Subclasses name the config field (`SUBDOMAIN_FIELD`), the vendor's domain (`SUBDOMAIN_OF`,
+    e.g. "zendesk.com") and whose subdomain it is (`SUBDOMAIN_OWNER`, e.g. "the account's").
+    `validate_config` accepts the bare subdomain, the host or the URL (`https://acme.zendesk.com/`)
+    and keeps the subdomain, so the host is always the vendor's; anything else raises ValueError.
+    `base_url` is `https://<subdomain>.<SUBDOMAIN_OF>`.
+    """
+
+    SUBDOMAIN_FIELD: ClassVar[str] = "subdomain"
+    SUBDOMAIN_OF: ClassVar[str] = ""
+    SUBDOMAIN_OWNER: ClassVar[str] = "the account's"
+
+    @classmethod
+    def validate_config(cls, config: dict, *, for_api: bool = False) -> dict:
+        out = super().validate_config(config, for_api=for_api)
+        value = re.sub(r"^https?://", "", str(out[cls.SUBDOMAIN_FIELD]).strip().lower()).removesuffix("/")
+        value = value.removesuffix("." + cls.SUBDOMAIN_OF)
+        if not _SUBDOMAIN.match(value):
+            raise ValueError(f"config field '{cls.SUBDOMAIN_FIELD}' must be {cls.SUBDOMAIN_OWNER} subdomain only, "
+                             f"e.g. 'acme' for https://acme.{cls.SUBDOMAIN_OF}")
+        out[cls.SUBDOMAIN_FIELD] = value
+        return out
+
+    @property
+    def base_url(self) -> str:
+        return f"https://{self.config[self.SUBDOMAIN_FIELD]}.{self.SUBDOMAIN_OF}"

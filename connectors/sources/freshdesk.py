@@ -24,16 +24,14 @@ Incremental: cursor `{"since": {"tickets": <newest updated_at>}}`; deleted ticke
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Iterator
 
 from connectors.auth.tokens import BasicAuth
-from connectors.base import BaseEntity, BaseSource, ConfigField
+from connectors.base import BaseEntity, ConfigField
 from connectors.registry import source
-from connectors.sources._saas import Watermarks, WatermarkSource, parse_time
+from connectors.sources._saas import SubdomainSource, Watermarks, WatermarkSource, parse_time
 
-_DOMAIN = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
 EPOCH = "1970-01-01T00:00:00Z"
 STATUS = {2: "Open", 3: "Pending", 4: "Resolved", 5: "Closed"}
 PRIORITY = {1: "Low", 2: "Medium", 3: "High", 4: "Urgent"}
@@ -72,23 +70,10 @@ class FreshdeskTicketEntity(BaseEntity):
     rate_limit_level="org",
     rate_limit="100/minute",
 )
-class FreshdeskSource(WatermarkSource, BaseSource):
+class FreshdeskSource(WatermarkSource, SubdomainSource):
     """Lists tickets by `updated_since`, with their conversations; see the module docstring."""
 
-    @classmethod
-    def validate_config(cls, config: dict, *, for_api: bool = False) -> dict:
-        out = super().validate_config(config, for_api=for_api)
-        domain = re.sub(r"^https?://", "", out["domain"].strip().lower()).removesuffix("/")
-        domain = domain.removesuffix(".freshdesk.com")
-        if not _DOMAIN.match(domain):
-            raise ValueError("config field 'domain' must be the help desk's subdomain only, e.g. 'acme' for "
-                             "https://acme.freshdesk.com")
-        out["domain"] = domain
-        return out
-
-    @property
-    def base_url(self) -> str:
-        return f"https://{self.config['domain']}.freshdesk.com"
+    SUBDOMAIN_FIELD, SUBDOMAIN_OF, SUBDOMAIN_OWNER = "domain", "freshdesk.com", "the help desk's"
 
     def http_auth(self):
         return BasicAuth(self.credentials["api_key"], "X")
