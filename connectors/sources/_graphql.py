@@ -40,7 +40,9 @@ class GraphQLSource:
                 body = response.json()
             except ValueError:
                 body = {}
-            errors = body.get("errors") or [] if isinstance(body, dict) else []
+            errors = (body.get("errors") or []) if isinstance(body, dict) else []
+            if isinstance(errors, str):  # Shopify's 401 and 5xx answers: {"errors": "<message>"}
+                errors = [{"message": errors}]
             codes = {str((e.get("extensions") or {}).get("code") or "").upper() for e in errors}
             if codes & self.THROTTLED_CODES:
                 wait = self.throttle_wait(response, body)
