@@ -6,7 +6,8 @@
 part of the vendor's SDL the source reads: every field and argument exists, with its type) and
 name one operation, and the variables must coerce to the operation's declared types. Anything
 else fails the test (AssertionError, recorded in `refused`). A valid query is answered from
-`answers[(operation, variables.get("after"))]` executed against the schema, so the answer holds
+`answers[(operation, variables.get(page_variable))]` (`page_variable`: "after" by default)
+executed against the schema, so the answer holds
 only the fields the query selected; an answer that is a list of `(status, headers, body)` is
 played in order (the last one repeats). `seen` records each operation and its variables.
 """
@@ -21,8 +22,10 @@ from graphql.execution.values import get_variable_values
 class GraphQLFake:
     """See the module docstring."""
 
-    def __init__(self, rsps, url: str, schema, answers: dict, *, headers: dict | None = None):
+    def __init__(self, rsps, url: str, schema, answers: dict, *, headers: dict | None = None,
+                 page_variable: str = "after"):
         self.schema = schema
+        self.page_variable = page_variable
         self.answers = answers
         self.headers = dict(headers or {})
         self.seen = []
@@ -55,7 +58,7 @@ class GraphQLFake:
             self.refuse(f"the variables do not fit the operation: {[e.message for e in coerced]}")
         operation, variables = operations[0].name.value, payload["variables"]
         self.seen.append((operation, variables))
-        answer = self.answers[(operation, variables.get("after"))]
+        answer = self.answers[(operation, variables.get(self.page_variable))]
         if isinstance(answer, list):
             status, headers, body = answer.pop(0) if len(answer) > 1 else answer[0]
             return status, headers, json.dumps(body)
