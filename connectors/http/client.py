@@ -287,8 +287,15 @@ class HttpClient:
 
 
 def _is_rate_limit_403(response: requests.Response) -> bool:
+    """A 403 that is a rate limit: `X-RateLimit-Remaining: 0` (GitHub), Canvas's `X-Rate-Limit-Remaining`
+    at 0 ("0.0"; its body says "403 Forbidden (Rate Limit Exceeded)"), or a Retry-After."""
     h = response.headers
-    return h.get("X-RateLimit-Remaining") == "0" or "Retry-After" in h
+    canvas = h.get("X-Rate-Limit-Remaining")
+    try:
+        canvas_spent = canvas is not None and float(canvas) <= 0
+    except ValueError:
+        canvas_spent = False
+    return h.get("X-RateLimit-Remaining") == "0" or "Retry-After" in h or canvas_spent
 
 
 def _retry_after(response: requests.Response) -> float | None:
