@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 import time
 from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any, ClassVar, Iterator
 from urllib.parse import urlsplit
@@ -37,7 +38,8 @@ _FRACTION = re.compile(r"\.(\d+)")
 def parse_time(value: Any, *, digit_strings_are_epochs: bool = True) -> datetime | None:
     """An API timestamp as an aware datetime (UTC when the value carries no zone); None when empty.
 
-    Accepts ISO 8601 strings (`2024-01-02T03:04:05Z`, `...05.123+0000`, `2024-01-02`), epoch
+    Accepts ISO 8601 strings (`2024-01-02T03:04:05Z`, `...05.123+0000`, `2024-01-02`), HTTP dates
+    (`Wed, 09 Sep 2009 09:20:02 GMT`), epoch
     seconds and epoch milliseconds (numbers, and digit strings unless `digit_strings_are_epochs`
     is False, as for database text columns; values above 10^11 are taken as milliseconds).
     Raises nothing: an unreadable value gives None.
@@ -55,7 +57,10 @@ def parse_time(value: Any, *, digit_strings_are_epochs: bool = True) -> datetime
     try:
         parsed = datetime.fromisoformat(text)
     except ValueError:
-        return None
+        try:  # an HTTP date (RFC 1123: `Wed, 09 Sep 2009 09:20:02 GMT`), as Azure Storage and Egnyte answer
+            parsed = parsedate_to_datetime(str(value).strip())
+        except (TypeError, ValueError):
+            return None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
 
 

@@ -28,7 +28,7 @@ import hashlib
 import hmac
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
-from email.utils import formatdate, parsedate_to_datetime
+from email.utils import formatdate
 from pathlib import PurePosixPath
 from typing import Iterator
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
@@ -207,20 +207,12 @@ class AzureBlobSource(BaseSource):
         size, etag = int(prop("Content-Length") or 0), (prop("Etag") or "").strip('"')
         return AzureBlobEntity(
             entity_id=name, name=path.name, breadcrumbs=crumbs, container=container, size=size, content_tag=etag,
-            mime_type=prop("Content-Type") or "", created_at=parse_time(_http_date(prop("Creation-Time"))),
-            updated_at=parse_time(_http_date(prop("Last-Modified"))), web_url=self.blob_url(name),
+            mime_type=prop("Content-Type") or "", created_at=parse_time(prop("Creation-Time")),
+            updated_at=parse_time(prop("Last-Modified")), web_url=self.blob_url(name),
             url=self.blob_url(name), fetch=download_fetcher(self.http, self.blob_url(name), path.name),
             raw_source_fields={"container": container, "name": name, "size_bytes": size, "etag": etag,
                                "content_type": prop("Content-Type"), "blob_type": prop("BlobType"),
                                "access_tier": prop("AccessTier")})
-
-
-def _http_date(value: str | None) -> str | None:
-    """An RFC 1123 date (`Wed, 09 Sep 2009 09:20:02 GMT`) as ISO 8601, None when absent or unreadable."""
-    try:
-        return parsedate_to_datetime(value).isoformat() if value else None
-    except (TypeError, ValueError):
-        return None
 
 
 def _error_code(body: str | bytes | None) -> str:
