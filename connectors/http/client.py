@@ -134,7 +134,7 @@ class HttpClient:
                 response.close()
                 refreshed = True
                 continue
-            self._auth_failed(AuthFailure(
+            self.auth_failed(AuthFailure(
                 f"{redact_url(url)} answered 401 {'after a token refresh' if refreshed else ''}: the credentials "
                 f"were refused; authenticate the source connection again".replace("  ", " "),
                 self._refused_category()))
@@ -266,13 +266,13 @@ class HttpClient:
         try:
             self.auth.ensure_fresh()
         except AuthFailure as exc:
-            self._auth_failed(exc)
+            self.auth_failed(exc)
 
     def _refresh_after_401(self) -> bool:
         try:
             return self.auth.refresh()
         except AuthFailure as exc:
-            self._auth_failed(exc)
+            self.auth_failed(exc)
 
     def _refused_category(self) -> str:
         auth = self.auth
@@ -280,7 +280,11 @@ class HttpClient:
             return "token_expired"
         return "invalid_credentials"
 
-    def _auth_failed(self, exc: AuthFailure):
+    def auth_failed(self, exc: AuthFailure):
+        """Report `exc` (marks the connection `needs_reauth` through `on_auth_failure`), then raise it.
+
+        For refusals a source reads in an answer's body (S3's and Azure Storage's error codes).
+        """
         if self.on_auth_failure is not None:
             self.on_auth_failure(exc)
         raise exc

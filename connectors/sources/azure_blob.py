@@ -174,11 +174,8 @@ class AzureBlobSource(BaseSource):
         except HttpError as exc:
             code = _error_code(exc.body)
             if code in AUTH_CODES or exc.status in (401, 403):
-                failure = AuthFailure(f"Azure Storage refused the credentials: {code or exc.status}",
-                                      "invalid_credentials")
-                if self.http.on_auth_failure:
-                    self.http.on_auth_failure(failure)
-                raise failure from None
+                self.http.auth_failed(AuthFailure(f"Azure Storage refused the credentials: {code or exc.status}",
+                                                  "invalid_credentials"))
             if code == "ContainerNotFound" or exc.status == 404:
                 raise SourceError(f"container '{self.config['container']}' does not exist in account "
                                   f"'{self.config['account']}'", "config_error") from None
