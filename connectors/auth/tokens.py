@@ -85,6 +85,8 @@ class OAuth2Auth(Auth):
 
     `credentials`: `{access_token, refresh_token?, expires_at? (epoch seconds), token_type?,
     client_id?, client_secret?}` (the last two for bring-your-own-client connections).
+    `scheme` is the word before the token in the Authorization header ("Bearer"; Zoho asks for
+    "Zoho-oauthtoken").
     `refresher(credentials) -> dict` returns the new token fields (see
     connectors.auth.oauth.refresh_access_token); it raises AuthFailure("refresh_failed") when the
     provider refuses the refresh token. A rotated refresh token replaces the old one in `store`
@@ -101,9 +103,10 @@ class OAuth2Auth(Auth):
         self.refresher = refresher
         self.margin = margin
         self.clock = clock
+        self.scheme = "Bearer"
 
     def __call__(self, request):
-        request.headers["Authorization"] = f"Bearer {self.credentials['access_token']}"
+        request.headers["Authorization"] = f"{self.scheme} {self.credentials['access_token']}"
         return request
 
     def _expiring(self, credentials: dict) -> bool:

@@ -111,6 +111,8 @@ class HttpClient:
 
         `kwargs` are requests' (params, json, data, headers, stream, allow_redirects, ...).
         `idempotent` (default: by method) allows retrying 5xx and network failures of a POST.
+        `auth` (a connectors.auth.tokens.Auth) replaces the client's auth for this request only:
+        `auth=NoAuth()` fetches a pre-signed link of another host without the source's credentials.
         Raises HttpError (status ≥ 400 once retries are done; with raise_for_status=False the last
         response is returned instead), RateLimited, NetworkError, AuthFailure, BlockedAddress
         (connectors.http.errors).
@@ -132,7 +134,7 @@ class HttpClient:
                 response.close()
                 refreshed = True
                 continue
-            self._auth_failed(AuthFailure(
+            self.auth_failed(AuthFailure(
                 f"{redact_url(url)} answered 401 {'after a token refresh' if refreshed else ''}: the credentials "
                 f"were refused; authenticate the source connection again".replace("  ", " "),
                 self._refused_category()))
@@ -228,7 +230,9 @@ class HttpClient:
         if self.rate_limiter is not None:
             self.rate_limiter.acquire()
         try:
-            response = self.session.request(method, url, auth=self.auth, timeout=timeout, **kwargs)
+            sent = {k: v for k, v in kwargs.items() if k != "auth"}
+            response = self.session.request(method, url, auth=kwargs.get("auth", self.auth), timeout=timeout,
+                                            **sent)
         except requests.ConnectTimeout as exc:  # nothing was sent: always safe to retry
             raise _Retry(NetworkError(f"connect timeout on {redact_url(url)}: {type(exc).__name__}")) from None
         except (requests.Timeout, requests.ConnectionError) as exc:
@@ -262,13 +266,13 @@ class HttpClient:
         try:
             self.auth.ensure_fresh()
         except AuthFailure as exc:
-            self._auth_failed(exc)
+            self.auth_failed(exc)
 
     def _refresh_after_401(self) -> bool:
         try:
             return self.auth.refresh()
         except AuthFailure as exc:
-            self._auth_failed(exc)
+            self.auth_failed(exc)
 
     def _refused_category(self) -> str:
         auth = self.auth
@@ -276,15 +280,26 @@ class HttpClient:
             return "token_expired"
         return "invalid_credentials"
 
-    def _auth_failed(self, exc: AuthFailure):
+    def auth_failed(self, exc: AuthFailure):
+        """Report `exc` (marks the connection `needs_reauth` through `on_auth_failure`), then raise it.
+
+        For refusals a source reads in an answer's body (S3's and Azure Storage's error codes).
+        """
         if self.on_auth_failure is not None:
             self.on_auth_failure(exc)
         raise exc
 
 
 def _is_rate_limit_403(response: requests.Response) -> bool:
+    """A 403 that is a rate limit: `X-RateLimit-Remaining: 0` (GitHub), Canvas's `X-Rate-Limit-Remaining`
+    at 0 ("0.0"; its body says "403 Forbidden (Rate Limit Exceeded)"), or a Retry-After."""
     h = response.headers
-    return h.get("X-RateLimit-Remaining") == "0" or "Retry-After" in h
+    canvas = h.get("X-Rate-Limit-Remaining")
+    try:
+        canvas_spent = canvas is not None and float(canvas) <= 0
+    except ValueError:
+        canvas_spent = False
+    return h.get("X-RateLimit-Remaining") == "0" or "Retry-After" in h or canvas_spent
 
 
 def _retry_after(response: requests.Response) -> float | None:

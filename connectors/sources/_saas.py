@@ -12,18 +12,22 @@ The pagination itself is `connectors.http.cursor_pages` / `offset_pages`; what i
   last completed job's cursor and advanced as items are seen, the ids the service reported
   deleted, and whether the run is incremental (so not a full listing).
 - `WatermarkSource`: the three contract methods (`is_full_listing`, `deleted_entity_ids`,
-  `next_cursor`) answered from `self._marks`.
+  `next_cursor`) answered from `self._marks`; `ListedSource` adds `present_entity_ids` for
+  sources that list everything every run and read only what changed; `PeriodicFullListing`
+  a full listing every `full_sync_days` for APIs that report no deletions.
 """
 from __future__ import annotations
 
 import re
+import time
 from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any, ClassVar, Iterator
 from urllib.parse import urlsplit
 
 from connectors.auth.tokens import BearerAuth
-from connectors.base import BaseSource, SkipEntity
+from connectors.base import BaseSource, ConfigField, SkipEntity
 from connectors.http import cursor_pages
 from connectors.http.ssrf import BlockedAddress, check_url
 
@@ -34,7 +38,8 @@ _FRACTION = re.compile(r"\.(\d+)")
 def parse_time(value: Any, *, digit_strings_are_epochs: bool = True) -> datetime | None:
     """An API timestamp as an aware datetime (UTC when the value carries no zone); None when empty.
 
-    Accepts ISO 8601 strings (`2024-01-02T03:04:05Z`, `...05.123+0000`, `2024-01-02`), epoch
+    Accepts ISO 8601 strings (`2024-01-02T03:04:05Z`, `...05.123+0000`, `2024-01-02`), HTTP dates
+    (`Wed, 09 Sep 2009 09:20:02 GMT`), epoch
     seconds and epoch milliseconds (numbers, and digit strings unless `digit_strings_are_epochs`
     is False, as for database text columns; values above 10^11 are taken as milliseconds).
     Raises nothing: an unreadable value gives None.
@@ -52,7 +57,10 @@ def parse_time(value: Any, *, digit_strings_are_epochs: bool = True) -> datetime
     try:
         parsed = datetime.fromisoformat(text)
     except ValueError:
-        return None
+        try:  # an HTTP date (RFC 1123: `Wed, 09 Sep 2009 09:20:02 GMT`), as Azure Storage and Egnyte answer
+            parsed = parsedate_to_datetime(str(value).strip())
+        except (TypeError, ValueError):
+            return None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
 
 
@@ -192,6 +200,58 @@ class WatermarkSource:
         return self._marks.cursor()
 
 
+class ListedSource(WatermarkSource):
+    """Mixin for a source that lists everything cheaply every run but reads only what changed.
+
+    `generate_entities` sets `self._marks = Watermarks(cursor)` and `self._present = set()`,
+    adds every entity id the listings hold to `self._present` (`present(entity_id)`), and
+    yields only the items changed since their stream's mark. A run from a saved cursor is not a
+    full listing; what the listings no longer hold is deleted (`present_entity_ids`).
+    """
+
+    _present: set
+
+    def present(self, entity_id: str) -> str:
+        """Record `entity_id` as listed this run; return it."""
+        self._present.add(entity_id)
+        return entity_id
+
+    def present_entity_ids(self):
+        return self._present
+
+
+FULL_SYNC_DAYS = ConfigField("full_sync_days", "Days between full listings", "integer",
+                             "The service reports no deletions: a full listing this often removes what was "
+                             "deleted.", default=7)
+
+
+class PeriodicFullListing(WatermarkSource):
+    """Mixin for an incremental source whose API reports no deletions (ServiceNow, Freshservice, ...).
+
+    Declare `FULL_SYNC_DAYS` among the config fields; `validate_config` checks it is 1..365 days
+    (ValueError otherwise). `generate_entities` calls `self.start_marks(cursor)`: the marks of the
+    last completed job, dropped when its last full listing is `full_sync_days` old, so that run is a
+    full listing and the pipeline deletes what it no longer holds. The cursor carries `full_at`
+    (epoch seconds of the last full listing) beside the marks.
+    """
+
+    @classmethod
+    def validate_config(cls, config: dict, *, for_api: bool = False) -> dict:
+        out = super().validate_config(config, for_api=for_api)
+        if not 1 <= out.get("full_sync_days", 7) <= 365:
+            raise ValueError("config field 'full_sync_days' must be between 1 and 365")
+        return out
+
+    def start_marks(self, cursor: dict | None) -> Watermarks:
+        """Set and return `self._marks` for this run (see the class docstring)."""
+        self._marks = Watermarks(cursor)
+        self._full_at = self._marks.expire(cursor, self.config.get("full_sync_days", 7), time.time())
+        return self._marks
+
+    def next_cursor(self) -> dict:
+        return {**self._marks.cursor(), "full_at": self._full_at}
+
+
 class ObjectTypesSource(WatermarkSource):
     """Mixin for a BaseSource listing a SaaS API object type by object type (HubSpot, Stripe, Salesforce).
 
@@ -270,3 +330,36 @@ class SelfHostedSource(BaseSource):
     @property
     def base_url(self) -> str:
         return self.config[self.URL_FIELD]
+
+
+_SUBDOMAIN = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
+
+
+class SubdomainSource(BaseSource):
+    """A source of a vendor that gives each account its own subdomain (acme.zendesk.com, acme.myshopify.com).
+
+    Subclasses name the config field (`SUBDOMAIN_FIELD`), the vendor's domain (`SUBDOMAIN_OF`,
+    e.g. "zendesk.com") and whose subdomain it is (`SUBDOMAIN_OWNER`, e.g. "the account's").
+    `validate_config` accepts the bare subdomain, the host or the URL (`https://acme.zendesk.com/`)
+    and keeps the subdomain, so the host is always the vendor's; anything else raises ValueError.
+    `base_url` is `https://<subdomain>.<SUBDOMAIN_OF>`.
+    """
+
+    SUBDOMAIN_FIELD: ClassVar[str] = "subdomain"
+    SUBDOMAIN_OF: ClassVar[str] = ""
+    SUBDOMAIN_OWNER: ClassVar[str] = "the account's"
+
+    @classmethod
+    def validate_config(cls, config: dict, *, for_api: bool = False) -> dict:
+        out = super().validate_config(config, for_api=for_api)
+        value = re.sub(r"^https?://", "", str(out[cls.SUBDOMAIN_FIELD]).strip().lower()).removesuffix("/")
+        value = value.removesuffix("." + cls.SUBDOMAIN_OF)
+        if not _SUBDOMAIN.match(value):
+            raise ValueError(f"config field '{cls.SUBDOMAIN_FIELD}' must be {cls.SUBDOMAIN_OWNER} subdomain only, "
+                             f"e.g. 'acme' for https://acme.{cls.SUBDOMAIN_OF}")
+        out[cls.SUBDOMAIN_FIELD] = value
+        return out
+
+    @property
+    def base_url(self) -> str:
+        return f"https://{self.config[self.SUBDOMAIN_FIELD]}.{self.SUBDOMAIN_OF}"

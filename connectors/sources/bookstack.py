@@ -31,7 +31,7 @@ from connectors.auth.tokens import HeaderAuth
 from connectors.base import BaseEntity, Breadcrumb, ConfigField
 from connectors.http import HttpError, offset_pages
 from connectors.registry import source
-from connectors.sources._saas import SelfHostedSource, Watermarks, html_text, parse_time
+from connectors.sources._saas import ListedSource, SelfHostedSource, Watermarks, html_text, parse_time
 
 PAGE = 500
 
@@ -81,7 +81,7 @@ class BookStackPageEntity(BaseEntity):
     rate_limit_level="connection",
     rate_limit="180/minute",
 )
-class BookStackSource(SelfHostedSource):
+class BookStackSource(ListedSource, SelfHostedSource):
     """Lists books, chapters and pages; reads changed pages; see the module docstring."""
 
     URL_MUST_BE = "the wiki's http(s) URL, e.g. https://wiki.example.org"
@@ -158,12 +158,3 @@ class BookStackSource(SelfHostedSource):
             raw_source_fields={"book": book.get("name") if book else None,
                                "chapter": chapter.get("name") if chapter else None,
                                "revision_count": page.get("revision_count")})
-
-    def is_full_listing(self) -> bool:
-        return not self._marks.incremental
-
-    def present_entity_ids(self):
-        return self._present
-
-    def next_cursor(self) -> dict:
-        return self._marks.cursor()

@@ -24,16 +24,14 @@ Incremental: cursor `{"since": {"tickets": <newest updated_at>}}`; deleted ticke
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from connectors.auth.tokens import BasicAuth
-from connectors.base import BaseEntity, BaseSource, ConfigField
+from connectors.base import BaseEntity, ConfigField
 from connectors.registry import source
+from connectors.sources._freshworks import FreshworksSource
 from connectors.sources._saas import Watermarks, WatermarkSource, parse_time
 
-_DOMAIN = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
 EPOCH = "1970-01-01T00:00:00Z"
 STATUS = {2: "Open", 3: "Pending", 4: "Resolved", 5: "Closed"}
 PRIORITY = {1: "Low", 2: "Medium", 3: "High", 4: "Urgent"}
@@ -72,48 +70,28 @@ class FreshdeskTicketEntity(BaseEntity):
     rate_limit_level="org",
     rate_limit="100/minute",
 )
-class FreshdeskSource(WatermarkSource, BaseSource):
+class FreshdeskSource(WatermarkSource, FreshworksSource):
     """Lists tickets by `updated_since`, with their conversations; see the module docstring."""
 
-    @classmethod
-    def validate_config(cls, config: dict, *, for_api: bool = False) -> dict:
-        out = super().validate_config(config, for_api=for_api)
-        domain = re.sub(r"^https?://", "", out["domain"].strip().lower()).removesuffix("/")
-        domain = domain.removesuffix(".freshdesk.com")
-        if not _DOMAIN.match(domain):
-            raise ValueError("config field 'domain' must be the help desk's subdomain only, e.g. 'acme' for "
-                             "https://acme.freshdesk.com")
-        out["domain"] = domain
-        return out
-
-    @property
-    def base_url(self) -> str:
-        return f"https://{self.config['domain']}.freshdesk.com"
-
-    def http_auth(self):
-        return BasicAuth(self.credentials["api_key"], "X")
-
-    def _list(self, path: str, params: dict) -> Iterator[dict]:
-        for response in self.http.paginate(path, params=params):
-            yield from response.json()
+    SUBDOMAIN_OF, SUBDOMAIN_OWNER = "freshdesk.com", "the help desk's"
 
     def generate_entities(self, cursor: dict) -> Iterator[BaseEntity]:
         self._marks = Watermarks(cursor)
         since = self._marks.since("tickets")
         params = {"updated_since": since or EPOCH, "order_by": "updated_at", "order_type": "asc", "per_page": 100,
                   "include": "description"}
-        for ticket in self._list("/api/v2/tickets", params):
+        for ticket in self.listing("/api/v2/tickets", params):
             self._marks.advance("tickets", ticket.get("updated_at"))
             yield self._ticket(ticket)
         if since:
-            for ticket in self._list("/api/v2/tickets", {"filter": "deleted", "updated_since": since,
+            for ticket in self.listing("/api/v2/tickets", {"filter": "deleted", "updated_since": since,
                                                          "per_page": 100}):
                 self._marks.delete(f"ticket:{ticket['id']}")
 
     def _ticket(self, ticket: dict) -> FreshdeskTicketEntity:
         thread = []
         if self.config.get("include_conversations", True):
-            for c in self._list(f"/api/v2/tickets/{ticket['id']}/conversations", {"per_page": 100}):
+            for c in self.listing(f"/api/v2/tickets/{ticket['id']}/conversations", {"per_page": 100}):
                 thread.append(("(note) " if c.get("private") else "") + (c.get("body_text") or "").strip())
         status, priority = STATUS.get(ticket.get("status"), str(ticket.get("status"))), \
             PRIORITY.get(ticket.get("priority"), str(ticket.get("priority")))

@@ -119,10 +119,7 @@ class JiraSource(AtlassianMixin, BaseSource):
         self._newest = self._since
         self._deleted: list[str] = []
         api = self.api_base()
-        clauses = []
-        if self.config.get("projects"):
-            clauses.append(f"project in ({', '.join(self.config['projects'])})")
-        scope = " AND ".join(clauses)
+        scope = " AND ".join(self.scope_clauses())
         if self._since:
             changed = f'updated >= "-{minutes_since(self._since)}m"'
             jql = f"{scope} AND {changed}" if scope else changed
@@ -137,6 +134,11 @@ class JiraSource(AtlassianMixin, BaseSource):
                 if issue_id not in alive:
                     self._deleted.append(issue_id)
                     self._deleted.extend(f"{issue_id}/comment/{c}" for c in self._issues.pop(issue_id))
+
+    def scope_clauses(self) -> list[str]:
+        """The JQL clauses naming what this connection indexes (the chosen projects; none = all)."""
+        projects = self.config.get("projects")
+        return [f"project in ({', '.join(projects)})"] if projects else []
 
     def _search(self, api: str, jql: str, fields: tuple[str, ...]) -> Iterator[dict]:
         size = self.page_size
@@ -205,7 +207,8 @@ class JiraSource(AtlassianMixin, BaseSource):
                     updated_at=parse_time(comment.get("updated")),
                     web_url=f"{site}/browse/{key}?focusedCommentId={comment['id']}", url=comment.get("self", ""),
                     issue_key=key, author=author, body=comment.get("body") or "",
-                    raw_source_fields={"issue_key": key, "author": author})
+                    raw_source_fields={"issue_key": key, "author": author,
+                                       **({"public": comment["jsdPublic"]} if "jsdPublic" in comment else {})})
         for old in self._previous.get(issue["id"], []):
             if old not in seen:
                 self._deleted.append(f"{issue['id']}/comment/{old}")

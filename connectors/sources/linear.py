@@ -30,14 +30,14 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from connectors.auth.tokens import HeaderAuth
-from connectors.base import AuthFailure, BaseEntity, BaseSource, Breadcrumb, ConfigField, SourceError
-from connectors.http import RateLimited, cursor_pages
+from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField
+from connectors.http import cursor_pages
 from connectors.notifications.vendors import LinearNotifications
 from connectors.registry import source
+from connectors.sources._graphql import GraphQLSource
 from connectors.sources._saas import parse_time
 
 API = "https://api.linear.app/graphql"
-MAX_RATELIMIT_RETRIES = 3
 
 TEAMS = """query Teams($after: String) {
   teams(first: 50, after: $after) {
@@ -155,47 +155,20 @@ class LinearCommentEntity(BaseEntity):
     rate_limit="1200/hour",
     base_url="https://api.linear.app",
 )
-class LinearSource(BaseSource):
+class LinearSource(GraphQLSource, BaseSource):
     """Reads the workspace over GraphQL; see the module docstring."""
+
+    GRAPHQL_URL = API
+    VENDOR = "Linear"
 
     def http_auth(self):
         key = self.credentials.get("api_key")
         return HeaderAuth({"Authorization": key}) if key else super().http_auth()
 
-    def graphql(self, query: str, variables: dict) -> dict:
-        """The `data` of one GraphQL query. Raises AuthFailure, RateLimited or SourceError on GraphQL errors."""
-        for attempt in range(MAX_RATELIMIT_RETRIES + 1):
-            response = self.http.post(API, json={"query": query, "variables": variables}, idempotent=True,
-                                      raise_for_status=False)
-            try:
-                body = response.json()
-            except ValueError:
-                body = {}
-            errors = body.get("errors") or []
-            codes = {((e.get("extensions") or {}).get("code") or "").upper() for e in errors}
-            if "RATELIMITED" in codes and attempt < MAX_RATELIMIT_RETRIES:
-                self.http.sleep(self._reset_wait(response))
-                continue
-            if "RATELIMITED" in codes:
-                raise RateLimited("Linear keeps answering RATELIMITED", status=response.status_code, url=API)
-            if "AUTHENTICATION_ERROR" in codes or response.status_code == 401:
-                raise AuthFailure(f"Linear refused the credentials: {errors[0].get('message') if errors else ''}",
-                                  "invalid_credentials")
-            if errors or response.status_code >= 400:
-                message = "; ".join(e.get("message", "") for e in errors) or response.text[:300]
-                raise SourceError(f"Linear GraphQL error (HTTP {response.status_code}): {message}", "source_error")
-            return body.get("data") or {}
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def _reset_wait(self, response) -> float:
+    def throttle_wait(self, response, body: dict) -> float:
+        """Until `X-RateLimit-Requests-Reset` (epoch milliseconds), else a minute."""
         reset = response.headers.get("X-RateLimit-Requests-Reset")
-        wait = 60.0
-        if reset and reset.isdigit():
-            wait = max(0.0, int(reset) / 1000 - time.time())
-        if wait > self.http.max_retry_after:
-            raise RateLimited(f"Linear asks to wait {wait:.0f} s, over the {self.http.max_retry_after:.0f} s cap",
-                              status=response.status_code, url=API, retry_after=wait)
-        return wait
+        return max(0.0, int(reset) / 1000 - time.time()) if reset and reset.isdigit() else 60.0
 
     def _nodes(self, query: str, key: str, variables: dict) -> Iterator[dict]:
         def fetch(after):

@@ -25,16 +25,14 @@ organization's or note's `active_flag: false`) are reported deleted.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Iterator
 
 from connectors.auth.tokens import HeaderAuth
-from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField
+from connectors.base import BaseEntity, Breadcrumb, ConfigField
 from connectors.registry import source
-from connectors.sources._saas import Watermarks, WatermarkSource, html_text, parse_time
+from connectors.sources._saas import SubdomainSource, Watermarks, WatermarkSource, html_text, parse_time
 
-_DOMAIN = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
 LIMIT = 500
 KINDS = {"deal": "deals", "person": "persons", "organization": "organizations", "note": "notes"}
 
@@ -90,23 +88,10 @@ def _ref(value) -> dict:
     rate_limit_level="connection",
     rate_limit="40/second",
 )
-class PipedriveSource(WatermarkSource, BaseSource):
+class PipedriveSource(WatermarkSource, SubdomainSource):
     """Lists every object on a first run, follows the recents feed afterwards; see the module docstring."""
 
-    @classmethod
-    def validate_config(cls, config: dict, *, for_api: bool = False) -> dict:
-        out = super().validate_config(config, for_api=for_api)
-        domain = re.sub(r"^https?://", "", out["company_domain"].strip().lower()).removesuffix("/")
-        domain = domain.removesuffix(".pipedrive.com")
-        if not _DOMAIN.match(domain):
-            raise ValueError("config field 'company_domain' must be the company's subdomain only, e.g. 'acme' for "
-                             "https://acme.pipedrive.com")
-        out["company_domain"] = domain
-        return out
-
-    @property
-    def base_url(self) -> str:
-        return f"https://{self.config['company_domain']}.pipedrive.com"
+    SUBDOMAIN_FIELD, SUBDOMAIN_OF, SUBDOMAIN_OWNER = "company_domain", "pipedrive.com", "the company's"
 
     def http_auth(self):
         token = self.credentials.get("api_token")

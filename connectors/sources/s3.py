@@ -173,10 +173,8 @@ class S3Source(BaseSource):
         except HttpError as exc:
             code = _error_code(exc.body)
             if code in AUTH_CODES:
-                failure = AuthFailure(f"the storage service refused the credentials: {code}", AUTH_CODES[code])
-                if self.http.on_auth_failure:
-                    self.http.on_auth_failure(failure)
-                raise failure from None
+                self.http.auth_failed(AuthFailure(f"the storage service refused the credentials: {code}",
+                                                  AUTH_CODES[code]))
             if code == "NoSuchBucket" or exc.status == 404:
                 raise SourceError(f"bucket '{self.config['bucket']}' does not exist at this endpoint",
                                   "config_error") from None

@@ -23,18 +23,16 @@ view), ZendeskArticleEntity (`article:{id}`, its `html_url`; breadcrumb: its sec
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Iterator
 
 from connectors.auth.tokens import BasicAuth
-from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField, SourceError
+from connectors.base import BaseEntity, Breadcrumb, ConfigField, SourceError
 from connectors.http import HttpError
 from connectors.notifications.vendors import ZendeskNotifications
 from connectors.registry import source
-from connectors.sources._saas import Roster, Watermarks, WatermarkSource, compact, html_text, items, parse_time
-
-_SUBDOMAIN = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
+from connectors.sources._saas import (
+    Roster, SubdomainSource, Watermarks, WatermarkSource, compact, html_text, items, parse_time)
 
 
 @dataclass
@@ -110,23 +108,10 @@ class ZendeskArticleEntity(BaseEntity):
     rate_limit_level="connection",
     rate_limit="200/minute",
 )
-class ZendeskSource(WatermarkSource, BaseSource):
+class ZendeskSource(WatermarkSource, SubdomainSource):
     """Exports tickets incrementally and lists articles; see the module docstring."""
 
-    @classmethod
-    def validate_config(cls, config: dict, *, for_api: bool = False) -> dict:
-        out = super().validate_config(config, for_api=for_api)
-        subdomain = out["subdomain"].strip().lower()
-        subdomain = re.sub(r"^https?://", "", subdomain).removesuffix("/").removesuffix(".zendesk.com")
-        if not _SUBDOMAIN.match(subdomain):
-            raise ValueError("config field 'subdomain' must be the account's subdomain only, e.g. 'acme' for "
-                             "https://acme.zendesk.com")
-        out["subdomain"] = subdomain
-        return out
-
-    @property
-    def base_url(self) -> str:
-        return f"https://{self.config['subdomain']}.zendesk.com"
+    SUBDOMAIN_OF = "zendesk.com"
 
     def http_auth(self):
         if self.credentials.get("api_token"):

@@ -13,8 +13,7 @@ from urllib.parse import parse_qs
 
 import pytest
 import responses
-from graphql import GraphQLError, OperationDefinitionNode, build_schema, graphql_sync, parse, validate
-from graphql.execution.values import get_variable_values
+from graphql import build_schema
 
 from airweave.collections.models import Entity, SourceConnection, SyncCursor
 from connectors.services import source_connection_create
@@ -22,6 +21,7 @@ from connectors.sources import linear
 from connectors.sources.linear import (LinearCommentEntity, LinearIssueEntity, LinearProjectEntity, LinearSource,
                                        LinearTeamEntity)
 from connectors.sync.services import sync_job_run, sync_job_start
+from tests.connectors.graphql_fake import GraphQLFake
 
 FIXTURES = Path(__file__).parent / "fixtures" / "linear"
 API = "https://api.linear.app/graphql"
@@ -34,54 +34,9 @@ def load(name):
 SCHEMA = build_schema((FIXTURES / "schema.graphql").read_text())
 
 
-class GraphQL:
-    """Linear's GraphQL endpoint as its schema defines it (fixtures/linear/schema.graphql).
-
-    Every POST must carry a JSON body of exactly `query` and `variables`; the query must parse,
-    validate against the schema (every field and argument exists, with its type) and name one
-    operation, and the variables must coerce to the operation's declared types. Anything else
-    fails the test (AssertionError, recorded in `refused`). A valid query is answered from
-    `answers[(operation, after)]` executed against the schema, so the answer holds only the
-    fields the query selected. Records the operations and variables it saw.
-    """
-
-    def __init__(self, rsps, answers: dict):
-        self.answers = answers  # (operation, after) -> body, or a list of (status, headers, body) to play in order
-        self.seen = []
-        self.refused = []
-        rsps.add_callback("POST", API, callback=self)
-
-    def refuse(self, message):
-        self.refused.append(message)
-        raise AssertionError(message)
-
-    def __call__(self, request):
-        payload = json.loads(request.body)
-        if set(payload) != {"query", "variables"}:
-            self.refuse(f"the body must hold query and variables, not {sorted(payload)}")
-        try:
-            document = parse(payload["query"])
-        except GraphQLError as exc:
-            self.refuse(f"the query does not parse: {exc}")
-        errors = validate(SCHEMA, document)
-        if errors:
-            self.refuse(f"the query does not validate against Linear's schema: {[e.message for e in errors]}")
-        operations = [d for d in document.definitions if isinstance(d, OperationDefinitionNode)]
-        if len(operations) != 1 or operations[0].name is None:
-            self.refuse("send one named operation per request")
-        coerced = get_variable_values(SCHEMA, operations[0].variable_definitions, payload["variables"])
-        if isinstance(coerced, list):
-            self.refuse(f"the variables do not fit the operation: {[e.message for e in coerced]}")
-        operation, variables = operations[0].name.value, payload["variables"]
-        self.seen.append((operation, variables))
-        answer = self.answers[(operation, variables.get("after"))]
-        if isinstance(answer, list):
-            status, headers, body = answer.pop(0) if len(answer) > 1 else answer[0]
-            return status, headers, json.dumps(body)
-        result = graphql_sync(SCHEMA, payload["query"], root_value=answer["data"], variable_values=variables)
-        if result.errors:
-            raise AssertionError(f"the fixture does not answer {operation}: {[e.message for e in result.errors]}")
-        return 200, {}, json.dumps({"data": result.data})
+def GraphQL(rsps, answers: dict) -> GraphQLFake:  # noqa: N802 (reads like the class it makes)
+    """Linear's GraphQL endpoint as its schema defines it (fixtures/linear/schema.graphql)."""
+    return GraphQLFake(rsps, API, SCHEMA, answers)
 
 
 def listing(issues_1=None, issues_2=None):
