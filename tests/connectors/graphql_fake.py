@@ -53,7 +53,7 @@ class GraphQLFake:
         operations = [d for d in document.definitions if isinstance(d, OperationDefinitionNode)]
         if len(operations) != 1 or operations[0].name is None:
             self.refuse("send one named operation per request")
-        coerced = get_variable_values(self.schema, operations[0].variable_definitions, payload["variables"])
+        coerced = get_variable_values(self.schema, operations[0].variable_definitions or [], payload["variables"])
         if isinstance(coerced, list):
             self.refuse(f"the variables do not fit the operation: {[e.message for e in coerced]}")
         operation, variables = operations[0].name.value, payload["variables"]
