@@ -53,16 +53,17 @@ class AclWorld:
 
 
 def _worlds() -> dict[str, Callable]:
-    from tests.connectors import test_linear
+    from tests.connectors import test_github, test_linear
 
-    return {"linear": test_linear.acl_world}
+    return {"github": test_github.acl_world, "linear": test_linear.acl_world}
 
 
 WORLDS = _worlds()
 
 
 def found_ids(payload) -> set[str]:
-    """Every entity id named in `payload`: `original_entity_id`s, and `entity_id`s less their `__chunk_<n>`."""
+    """Every entity id named in `payload` outside breadcrumbs: `original_entity_id`s, and `entity_id`s less their
+    `__chunk_<n>`."""
     out: set[str] = set()
 
     def walk(value):
@@ -70,7 +71,7 @@ def found_ids(payload) -> set[str]:
             for key, item in value.items():
                 if key in ("original_entity_id", "entity_id") and isinstance(item, str):
                     out.add(re.sub(r"__chunk_\d+$", "", item))
-                else:
+                elif key != "breadcrumbs":  # ancestors (a repository, a folder) are not results
                     walk(item)
         elif isinstance(value, list):
             for item in value:

@@ -176,6 +176,7 @@ def _github_issue():
 
 def _github_first(rsps):
     issue = _github_issue()
+    github_fake.add_repository(rsps, "ossani24/github3.py")
     rsps.add("GET", f"{github_fake.API}/repos/ossani24/github3.py/issues?state=all&per_page=100", json=[issue])
     github_fake.add_recorded(rsps, github_fake.RECORDED / "Issue_comments.json",
                              only=lambda i: i["request"]["uri"].endswith("comments?per_page=100"))
@@ -184,6 +185,7 @@ def _github_first(rsps):
 def _github_edit(rsps):
     issue = _github_issue()
     changed = {**issue, "title": GITHUB_PHRASE, "body": GITHUB_PHRASE + ".", "comments": 0}
+    github_fake.add_repository(rsps, "ossani24/github3.py")
     rsps.add("GET", f"{github_fake.API}/repos/ossani24/github3.py/issues",
              match=[responses.matchers.query_param_matcher({"state": "all", "per_page": "100",
                                                             "since": issue["updated_at"]})], json=[changed])
