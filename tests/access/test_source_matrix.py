@@ -53,9 +53,10 @@ class AclWorld:
 
 
 def _worlds() -> dict[str, Callable]:
-    from tests.connectors import test_github, test_gitlab, test_linear
+    from tests.connectors import test_github, test_gitlab, test_linear, test_zendesk
 
-    return {"github": test_github.acl_world, "gitlab": test_gitlab.acl_world, "linear": test_linear.acl_world}
+    modules = {"github": test_github, "gitlab": test_gitlab, "linear": test_linear, "zendesk": test_zendesk}
+    return {name: module.acl_world for name, module in modules.items()}
 
 
 WORLDS = _worlds()
