@@ -53,9 +53,9 @@ class AclWorld:
 
 
 def _worlds() -> dict[str, Callable]:
-    from tests.connectors import test_box, test_github, test_gitlab, test_intercom, test_linear, test_zendesk
+    from tests.connectors import test_box, test_dropbox, test_github, test_gitlab, test_intercom, test_linear, test_zendesk
 
-    modules = {"box": test_box, "github": test_github, "gitlab": test_gitlab, "intercom": test_intercom, "linear": test_linear,
+    modules = {"box": test_box, "dropbox": test_dropbox, "github": test_github, "gitlab": test_gitlab, "intercom": test_intercom, "linear": test_linear,
                "zendesk": test_zendesk}
     return {name: module.acl_world for name, module in modules.items()}
 
