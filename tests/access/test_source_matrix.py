@@ -57,7 +57,10 @@ def _worlds() -> dict[str, Callable]:
 
     modules = {"box": test_box, "dropbox": test_dropbox, "github": test_github, "gitlab": test_gitlab, "intercom": test_intercom, "linear": test_linear,
                "zendesk": test_zendesk}
-    return {name: module.acl_world for name, module in modules.items()}
+    worlds = {name: module.acl_world for name, module in modules.items()}
+    from tests.connectors import test_msgraph
+
+    return {**worlds, "onedrive": test_msgraph.onedrive_world, "sharepoint": test_msgraph.sharepoint_world}
 
 
 WORLDS = _worlds()
