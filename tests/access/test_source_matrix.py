@@ -53,14 +53,13 @@ class AclWorld:
 
 
 def _worlds() -> dict[str, Callable]:
-    from tests.connectors import test_box, test_dropbox, test_github, test_gitlab, test_intercom, test_linear, test_zendesk
+    from tests.connectors import (test_box, test_dropbox, test_github, test_gitlab, test_intercom, test_linear,
+                                  test_msgraph, test_salesforce, test_zendesk)
 
-    modules = {"box": test_box, "dropbox": test_dropbox, "github": test_github, "gitlab": test_gitlab, "intercom": test_intercom, "linear": test_linear,
-               "zendesk": test_zendesk}
-    worlds = {name: module.acl_world for name, module in modules.items()}
-    from tests.connectors import test_msgraph
-
-    return {**worlds, "onedrive": test_msgraph.onedrive_world, "sharepoint": test_msgraph.sharepoint_world}
+    modules = {"box": test_box, "dropbox": test_dropbox, "github": test_github, "gitlab": test_gitlab,
+               "intercom": test_intercom, "linear": test_linear, "salesforce": test_salesforce, "zendesk": test_zendesk}
+    return {**{name: module.acl_world for name, module in modules.items()},
+            "onedrive": test_msgraph.onedrive_world, "sharepoint": test_msgraph.sharepoint_world}
 
 
 WORLDS = _worlds()
