@@ -73,6 +73,10 @@ class GoogleDriveFileEntity(FileEntity):
 @source(
     name="Google Drive",
     short_name="google_drive",
+    mirrored_permissions=(("file permissions: users and groups", True),
+                          ("anyone and domain links: the organization", True),
+                          ("shared drive members when a file lists no permissions", True),
+                          ("Google group members (needs the Admin SDK)", False)),
     notifications=GoogleDriveNotifications,
     description="Files of Google Drive: Docs, Sheets and Slides exported to text, and uploaded files "
                 "(PDF, Office, text, ...), with folders as breadcrumbs and Drive sharing as access control.",

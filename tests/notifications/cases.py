@@ -94,8 +94,14 @@ STRIPE = Case(
 
 
 # --- Zendesk: a ticket's new comment, sent by a webhook on ticket events --------------------------------
+def _zendesk_first(rsps):
+    zendesk_fake.add_first_run(rsps)
+    zendesk_fake.add_agents(rsps)
+
+
 def _zendesk_edit(rsps):
     f = zendesk_fake.f
+    zendesk_fake.add_agents(rsps)
     rsps.add("GET", zendesk_fake.EXPORT, match=[query(cursor="MTU3NjYxMzU2MC4wfHw0Njh8", absent=("start_time",))],
              json=f("tickets_changes"))
     rsps.add("GET", zendesk_fake.comments_url(35437), json=f("comments_35437_solved"))
@@ -103,7 +109,7 @@ def _zendesk_edit(rsps):
 
 
 ZENDESK = Case(
-    "zendesk", dict(zendesk_fake.CREDENTIALS), zendesk_fake.add_first_run, _zendesk_edit,
+    "zendesk", dict(zendesk_fake.CREDENTIALS), _zendesk_first, _zendesk_edit,
     "re-issued invoice INV-2291 with the corrected VAT number", "ticket:35437",
     lambda secret, url: vendor_calls.zendesk(secret, {
         "type": "zen:event-type:ticket.comment_added", "account_id": 22129848, "id": "cbe4028c-7239-495d-b020",
@@ -362,6 +368,7 @@ ONEDRIVE_PHRASE = "Carry-over is capped at 240 quokka hours"
 
 def _onedrive_edit(rsps):
     graph, fixture = msgraph_fake.GRAPH, msgraph_fake.fixture
+    msgraph_fake.serve_permissions(rsps)
     rsps.add("GET", f"{graph}/me/drive?%24select=id%2Cname%2CwebUrl", json=fixture("onedrive/drive.json"))
     rsps.add("GET", fixture("onedrive/delta_page_2.json")["@odata.deltaLink"], json=fixture("onedrive/delta_incremental.json"))
     msgraph_fake._content(rsps, _onedrive_items()["leave-policy.md"],
