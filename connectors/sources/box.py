@@ -39,6 +39,7 @@ from typing import Iterator
 
 from connectors.base import AccessMembership, BaseEntity, BaseSource, Breadcrumb, ConfigField, FileEntity, SourceError, UnreadableEntity
 from connectors.http import HttpError
+from connectors.notifications.vendors import BoxNotifications
 from connectors.registry import source
 from connectors.sources._cloud_files import FileFetcher, RestartListing, changes_or_listing
 from connectors.sources._saas import parse_time
@@ -63,6 +64,7 @@ class BoxFileEntity(FileEntity):
 @source(
     name="Box",
     short_name="box",
+    notifications=BoxNotifications,
     description="Files stored in Box (PDF, Office, text, ...), with folders as breadcrumbs.",
     auth_methods=("oauth_browser", "oauth_token", "oauth_byoc"),
     oauth_type="with_rotating_refresh",

@@ -40,6 +40,7 @@ from urllib.parse import quote
 
 from connectors.base import AccessMembership, BaseEntity, BaseSource, Breadcrumb, ConfigField, FileEntity, SourceError, UnreadableEntity
 from connectors.http import HttpError
+from connectors.notifications.vendors import DropboxNotifications
 from connectors.registry import source
 from connectors.sources._cloud_files import FileFetcher, RestartListing, changes_or_listing, extension_of
 from connectors.sources._saas import parse_time
@@ -59,6 +60,7 @@ class DropboxFileEntity(FileEntity):
 @source(
     name="Dropbox",
     short_name="dropbox",
+    notifications=DropboxNotifications,
     description="Files of a Dropbox (PDF, Office, text, ...), with folders as breadcrumbs.",
     auth_methods=("oauth_browser", "oauth_token", "oauth_byoc"),
     oauth_type="with_refresh",

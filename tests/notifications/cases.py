@@ -1,4 +1,4 @@
-"""Twelve sources end to end: a first sync against the vendor's fake (the `responses` fakes of
+"""Fourteen sources end to end: a first sync against the vendor's fake (the `responses` fakes of
 tests/connectors), then an edit in the fake, then the vendor's signed notification.
 
 A Case knows how to list the source (`first_sync`), how to edit one item in the fake
@@ -18,6 +18,8 @@ import responses
 
 from tests.connectors import slack_api
 from tests.connectors import test_asana as asana_fake
+from tests.connectors import test_box as box_fake
+from tests.connectors import test_dropbox as dropbox_fake
 from tests.connectors import test_github as github_fake
 from tests.connectors import test_gitlab as gitlab_fake
 from tests.connectors import test_google_drive as drive_fake
@@ -457,4 +459,50 @@ DRIVE = Case(
     lambda token, url: vendor_calls.drive(token, DRIVE_CHANNEL.get("id", ""), DRIVE_CHANNEL.get("resource_id", "")),
     subscription=_drive_subscription)
 
-CASES = [ASANA, STRIPE, ZENDESK, TRELLO, LINEAR, GITHUB, GITLAB, NOTION, SLACK, ONEDRIVE, OUTLOOK, DRIVE]
+# --- Box: a file's content changed; the webhook names the file, the run reads the event stream -------------
+BOX_PHRASE = "Legal approved the renewal of the quokka clause"
+
+
+def _box_edit(rsps):
+    box_fake.serve_box(rsps, notes=box_fake.NOTES + BOX_PHRASE + ".\n")
+    api, params = box_fake.API, box_fake.params
+    rsps.add("GET", f"{api}/events", json={"chunk_size": 0, "next_stream_position": "1152923110164312445",
+                                           "entries": []}, match=params(stream_position="1152923110164312445"))
+    rsps.add("GET", f"{api}/events", json=box_fake.fixture("events_changes.json"),
+             match=params(stream_type="changes", stream_position="1152922976252290886"))
+    item = box_fake.fixture("root_items_page2.json")["entries"][0]
+    rsps.add("GET", f"{api}/files/12345679", json={**item, "sequence_id": "2", "size": 124,
+                                                  "content_modified_at": "2024-02-02T10:00:00-08:00"})
+
+
+BOX = Case(
+    "box", {"access_token": "box-token"}, box_fake.serve_box, _box_edit, BOX_PHRASE, "12345679",
+    lambda secret, url: vendor_calls.box(secret, {
+        "type": "webhook_event", "id": "eb0c4e06-751f-442c-86f8-fd5bb404dbec", "created_at": "2024-02-02T10:00:01-08:00",
+        "trigger": "FILE.UPLOADED", "webhook": {"id": "53", "type": "webhook"},
+        "created_by": {"type": "user", "id": "17738362", "name": "Dana Kim", "login": "dana@example.com"},
+        "source": {"id": "12345679", "type": "file", "name": "vendor-notes.txt"}}),
+    secret="SamplePrimaryKey1Bx9aZ7")
+
+
+# --- Dropbox: a change in the account; the run reads list_folder/continue from the saved cursor ----------
+DROPBOX_PHRASE = "Pack a quokka-proof rain jacket"
+
+
+def _dropbox_edit(rsps):
+    dropbox_fake.serve_dropbox(rsps, packing=dropbox_fake.PACKING_TEXT + DROPBOX_PHRASE + ".\n")
+    rsps.add("POST", f"{dropbox_fake.API}/files/list_folder/continue", json=dropbox_fake.fixture("changes.json"),
+             match=[responses.matchers.json_params_matcher(
+                 {"cursor": "AAGvDt2WSkpNqf1WgNQ-kqVqNjg6xgO0nvqyBqRqBOBSDrGsH0Dn3l8"})])
+
+
+DROPBOX = Case(
+    "dropbox", {"access_token": "sl.test"}, dropbox_fake.serve_dropbox, _dropbox_edit, DROPBOX_PHRASE,
+    dropbox_fake.PACKING,
+    lambda secret, url: vendor_calls.dropbox(secret, {
+        "list_folder": {"accounts": ["dbid:AAH4f99T0taONIb-OurWxbNQ6ywGRopQngc"]},
+        "delta": {"users": [12336]}}),
+    secret="dbx-app-secret-4f2a9c")
+
+
+CASES = [ASANA, STRIPE, ZENDESK, TRELLO, LINEAR, GITHUB, GITLAB, NOTION, SLACK, ONEDRIVE, OUTLOOK, DRIVE, BOX, DROPBOX]
