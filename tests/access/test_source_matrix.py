@@ -5,10 +5,10 @@ it installs that source's vendor fake (documented request and response shapes) w
 whose items are open, private to a group (nested where the vendor nests), or private to users, and
 says which entity ids alice, bob and carol may see at the vendor. Here each world is synced through
 the real pipeline (memberships first, then entities) and every tier is asked as each user, with the
-session of a signed-in user: instant (hybrid, semantic, keyword), the pipeline endpoint and its SSE
-stream, classic, agentic and its stream, and the entity counts of /source-connections. A user sees
-exactly the ids of the world, and no hidden id appears anywhere in any answer or event; the
-organization-wide API key sees every id.
+session of a signed-in user: instant (hybrid, semantic, keyword), the pipeline endpoint with its
+cited answer and its SSE stream, classic, agentic and its stream, and the entity counts of
+/source-connections. A user sees exactly the ids of the world, no hidden id appears anywhere in any
+result or event and no hidden entity's name in an answer; the organization-wide API key sees every id.
 """
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ import pytest
 import responses
 from rest_framework.test import APIClient
 
+from airweave.collections.models import Entity
 from airweave.collections.services import collection_create
 from airweave.tenancy.models import Membership, User
 from airweave.tenancy.services import api_key_create, organization_get_or_create
@@ -104,6 +105,7 @@ def synced(request, transactional_db):
         job = sync_job_run(job_id=sync_job_start(source_connection=connection, enqueue=False).id)
         assert job.status == "completed", (job.error, job.error_details)
         assert job.entities_inserted == len(world.everything), job.error_details
+    world.extra["names"] = dict(Entity.objects.filter(source_connection=connection).values_list("entity_id", "name"))
     users = {}
     for name in USERS:
         users[name] = User.objects.create_user(f"{name}@example.com", "pw-123456")
@@ -111,8 +113,10 @@ def synced(request, transactional_db):
     return world, api_key_create(organization=org).key, users
 
 
-def _check(client: APIClient, expected: set[str], everything: set[str]) -> None:
+def _check(client: APIClient, expected: set[str], everything: set[str], names: dict[str, str]) -> None:
     hidden = everything - expected
+    # Names of hidden entities that no visible entity shares: none may appear in an answer.
+    hidden_names = {names[i] for i in hidden} - {names[i] for i in expected}
     base = "/collections/acl-src/search"
     body = {"query": QUERY, "limit": 100}
 
@@ -135,6 +139,10 @@ def _check(client: APIClient, expected: set[str], everything: set[str]) -> None:
     response = client.post(base, body, format="json")
     assert response.status_code == 200, response.content
     shows(response.json()["results"], where="pipeline")
+    answer = response.json()["completion"] or ""
+    assert not [n for n in hidden_names if n in answer], "the answer names a hidden entity"
+    cited = [int(n) for n in re.findall(r"\[\[(\d+)\]\]", answer)]
+    assert all(1 <= n <= len(response.json()["results"]) for n in cited)
     events = sse_events(client.post(f"{base}/stream", body, format="json"))
     shows(events, where="stream")
 
@@ -159,7 +167,7 @@ def test_each_user_sees_exactly_what_the_vendor_shows_them(synced, caller):
         client.force_login(users[caller])
         expected = world.visible[caller]
     assert expected <= world.everything
-    _check(client, expected, world.everything)
+    _check(client, expected, world.everything, world.extra["names"])
 
 
 def test_the_worlds_tell_users_apart():
