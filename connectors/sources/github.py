@@ -194,9 +194,10 @@ class GitHubSource(BaseSource):
         return memberships
 
     def _team(self, org: str, slug: str, done: set[str]) -> list[AccessMembership]:
-        if slug in done:
+        """The members and child teams of `org`'s team `slug` (each team listed once per run, through `done`)."""
+        if f"{org}/{slug}" in done:
             return []
-        done.add(slug)
+        done.add(f"{org}/{slug}")
         group, out = f"team:{org}/{slug}", []
         for user in self._listing(f"/orgs/{org}/teams/{slug}/members", {}, f"team {org}/{slug}"):
             email = self._email(user)
