@@ -153,7 +153,8 @@ class GitLabFileEntity(FileEntity):
                           ("features limited to project members (issues, merge requests, repository)", True),
                           ("Guest vs Reporter: code, merge requests and confidential issues need Reporter", True),
                           ("confidential issues' authors and assignees below Reporter", False),
-                          ("members without a visible e-mail address", False)),
+                          ("members without a visible e-mail address", False),
+                          ("external users kept out of internal projects (open to all here)", False)),
     rate_limit_level="connection",
     rate_limit="30/second",
 )

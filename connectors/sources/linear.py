@@ -166,7 +166,7 @@ class LinearCommentEntity(BaseEntity):
     supports_access_control=True,
     mirrored_permissions=(("public teams: open to the organization", True),
                           ("private teams: their members only", True),
-                          ("guests limited to their teams", False)),
+                          ("guests limited to their teams (they see public teams here)", False)),
     rate_limit_level="connection",
     rate_limit="1200/hour",
     base_url="https://api.linear.app",
