@@ -200,7 +200,7 @@ class BaseSource:
 
     Class attributes set by the decorator: `name`, `short_name`, `description`, `auth_methods`,
     `oauth_type`, `config_fields`, `auth_fields`, `labels`, `supports_continuous`, `notifications`,
-    `federated_search`, `supports_access_control`, `entity_types`, `rate_limit_level`,
+    `federated_search`, `supports_access_control`, `mirrored_permissions`, `entity_types`, `rate_limit_level`,
     `rate_limit`, `base_url`.
 
     HTTP sources call `self.http` (a connectors.http.HttpClient, one per source instance, i.e.
@@ -225,6 +225,10 @@ class BaseSource:
     notifications: ClassVar[type | None] = None
     federated_search: ClassVar[bool] = False
     supports_access_control: ClassVar[bool] = False
+    # What of the vendor's permission model a source mirrors (docs/access-control.md, the per-source
+    # table): (permission, mirrored?) pairs in the source's own words, e.g. ("private repository
+    # collaborators", True), ("branch protection", False). Shown by GET /sources.
+    mirrored_permissions: ClassVar[tuple[tuple[str, bool], ...]] = ()
     supports_browse_tree: ClassVar[bool] = False
     supports_temporal_relevance: ClassVar[bool] = False
     # "org" (one budget for all connections of an organization to this service) | "connection"

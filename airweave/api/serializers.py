@@ -122,11 +122,20 @@ def source_payload(cls) -> dict:
         "supports_continuous": cls.supports_continuous,
         "federated_search": cls.federated_search,
         "supports_access_control": cls.supports_access_control,
+        "mirrored_permissions": [{"permission": permission, "mirrored": mirrored}
+                                 for permission, mirrored in cls.mirrored_permissions],
         "supports_browse_tree": cls.supports_browse_tree,
         "supports_temporal_relevance": cls.supports_temporal_relevance,
         "rate_limit_level": cls.rate_limit_level,
         "output_entity_definitions": [t.entity_type() for t in cls.entity_types],
     }
+
+
+class MirroredPermissionSerializer(serializers.Serializer):
+    """One (permission, mirrored?) pair of a source's `mirrored_permissions` declaration."""
+
+    permission = serializers.CharField()
+    mirrored = serializers.BooleanField()
 
 
 class SourceSerializer(serializers.Serializer):
@@ -145,6 +154,7 @@ class SourceSerializer(serializers.Serializer):
     supports_continuous = serializers.BooleanField()
     federated_search = serializers.BooleanField()
     supports_access_control = serializers.BooleanField()
+    mirrored_permissions = MirroredPermissionSerializer(many=True)
     supports_browse_tree = serializers.BooleanField()
     supports_temporal_relevance = serializers.BooleanField()
     rate_limit_level = serializers.CharField(allow_null=True)

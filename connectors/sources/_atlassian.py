@@ -41,12 +41,13 @@ MARGIN_MINUTES = 5
 
 
 def atlassian_source(*, name: str, short_name: str, description: str, scope_field: ConfigField, labels: tuple,
-                     entity_types: tuple):
+                     entity_types: tuple, mirrored_permissions: tuple = ()):
     """The `@source` declaration of an Atlassian product: what Jira and Confluence declare alike.
 
     Auth: email + API token, a personal access token, or OAuth 2.0 (3LO) with rotating refresh
     tokens. Config: `site_url`, `scope_field` (the product's list of project or space keys) and
-    `include_comments`. One rate limit per connection, 10 requests a second.
+    `include_comments`. One rate limit per connection, 10 requests a second. `mirrored_permissions`:
+    BaseSource's, as the product declares it.
     """
     return source(
         name=name, short_name=short_name, description=description,
@@ -59,6 +60,7 @@ def atlassian_source(*, name: str, short_name: str, description: str, scope_fiel
             ConfigField("include_comments", "Include comments", "boolean", "Index the comments too.", default=True),
         ),
         labels=labels, entity_types=entity_types, rate_limit_level="connection", rate_limit="10/second",
+        mirrored_permissions=mirrored_permissions,
     )
 
 

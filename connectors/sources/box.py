@@ -16,6 +16,17 @@ connection with a spent token. API: Box Content API 2.0.
   event on a folder (moved, renamed, trashed, restored) starts a full listing, since its
   files are not reported one by one.
 
+Access (`supports_access_control`): a file is visible to its owner (`owned_by.login`) and to the
+accepted collaborators of the file (`GET files/{id}/collaborations`) and of every folder above it
+(`GET folders/{id}/collaborations`, once per folder and run; Box collaborations flow down the
+tree): users as `user:<login>`, groups as `group:<group id>`. A shared link with `access` `open`
+(anyone with the link) or `company` (everyone in the enterprise) opens the file to the
+organization. Group members are listed at each sync from `GET groups` and
+`GET groups/{id}/memberships` (offset pages); Box lets only admins and group managers list an
+enterprise's groups, so without that right (HTTP 403) no group member is mirrored and a file
+shared with a group alone stays closed to its members (logged). Pending collaborations do not
+count.
+
 Entities: BoxFileEntity, `entity_id` = the Box file id. Cursor:
 `{"stream_position": "...", "folder_id": "..."}`.
 """
@@ -26,8 +37,9 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Iterator
 
-from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField, FileEntity, SourceError, UnreadableEntity
+from connectors.base import AccessMembership, BaseEntity, BaseSource, Breadcrumb, ConfigField, FileEntity, SourceError, UnreadableEntity
 from connectors.http import HttpError
+from connectors.notifications.vendors import BoxNotifications
 from connectors.registry import source
 from connectors.sources._cloud_files import FileFetcher, RestartListing, changes_or_listing
 from connectors.sources._saas import parse_time
@@ -52,6 +64,7 @@ class BoxFileEntity(FileEntity):
 @source(
     name="Box",
     short_name="box",
+    notifications=BoxNotifications,
     description="Files stored in Box (PDF, Office, text, ...), with folders as breadcrumbs.",
     auth_methods=("oauth_browser", "oauth_token", "oauth_byoc"),
     oauth_type="with_rotating_refresh",
@@ -61,6 +74,13 @@ class BoxFileEntity(FileEntity):
     ),
     labels=("File Storage",),
     entity_types=(BoxFileEntity,),
+    supports_access_control=True,
+    mirrored_permissions=(("owner", True), ("file collaborations", True),
+                          ("folder collaborations, inherited down the tree", True),
+                          ("group collaborations with their members", True),
+                          ("shared links (open, company): the organization", True),
+                          ("group members without an admin's or group manager's token", False),
+                          ("pending invitations", False)),
     # Box: 1,000 API requests a minute per user.
     rate_limit_level="connection",
     rate_limit="15/second",
@@ -78,7 +98,79 @@ class BoxSource(BaseSource):
         out["folder_id"] = folder
         return out
 
+    # --- access -------------------------------------------------------------------------
+
+    def generate_access_memberships(self) -> list[AccessMembership]:
+        """Every group's members (`group:<id>` ∋ `user:<login>`); [] when this user may not list groups."""
+        memberships = []
+        try:
+            groups = list(self._offset_pages("groups"))
+        except HttpError as exc:
+            if exc.status != 403:
+                raise
+            logger.info("box: this user may not list the enterprise's groups (HTTP 403): no group member is mirrored")
+            return []
+        for group in groups:
+            for membership in self._offset_pages(f"groups/{group['id']}/memberships"):
+                login = (membership.get("user") or {}).get("login")
+                if login:
+                    memberships.append(AccessMembership(str(group["id"]), f"user:{login.lower()}"))
+        return memberships
+
+    def _offset_pages(self, url: str) -> Iterator[dict]:
+        offset = 0
+        while True:
+            body = self.http.get_json(url, params={"limit": PAGE_SIZE, "offset": offset})
+            entries = body.get("entries") or []
+            yield from entries
+            offset += len(entries)
+            if not entries or offset >= int(body.get("total_count") or 0):
+                return
+
+    def _collaborators(self, kind: str, item_id: str) -> set[str]:
+        """Principals of the accepted collaborations on one file or folder (folders cached per run)."""
+        key = (kind, item_id)
+        if kind == "folders" and key in self._collaborations:
+            return self._collaborations[key]
+        principals, marker = set(), None
+        while True:
+            params = {"limit": PAGE_SIZE, **({"marker": marker} if marker else {})}
+            try:
+                body = self.http.get_json(f"{kind}/{item_id}/collaborations", params=params)
+            except HttpError as exc:
+                if exc.status not in (403, 404):
+                    raise
+                break  # not ours to read: the item keeps its other viewers
+            for collaboration in body.get("entries") or []:
+                who = collaboration.get("accessible_by") or {}
+                if collaboration.get("status", "accepted") != "accepted":
+                    continue
+                if who.get("type") == "user" and who.get("login"):
+                    principals.add(f"user:{who['login'].lower()}")
+                elif who.get("type") == "group" and who.get("id"):
+                    principals.add(f"group:{who['id']}")
+            marker = body.get("next_marker")
+            if not marker:
+                break
+        if kind == "folders":
+            self._collaborations[key] = principals
+        return principals
+
+    def _access(self, item: dict) -> dict:
+        """Owner + collaborators of the file and of every folder above it; shared links open or company: public."""
+        if (item.get("shared_link") or {}).get("access") in ("open", "company"):
+            return {"access_viewers": [], "access_is_public": True}
+        viewers = set(self._collaborators("files", item["id"]))
+        for folder in (item.get("path_collection") or {}).get("entries") or []:
+            if folder.get("id") and folder["id"] != "0":
+                viewers |= self._collaborators("folders", folder["id"])
+        owner = (item.get("owned_by") or {}).get("login")
+        if owner:
+            viewers.add(f"user:{owner.lower()}")
+        return {"access_viewers": sorted(viewers), "access_is_public": False}
+
     def generate_entities(self, cursor: dict) -> Iterator[BaseEntity]:
+        self._collaborations: dict[tuple[str, str], set[str]] = {}
         self._fetcher = FileFetcher(self.http)
         self._deleted: list[str] = []
         cursor = cursor or {}
@@ -207,6 +299,7 @@ class BoxSource(BaseSource):
                                "owner": owner, "modified_by": (item.get("modified_by") or {}).get("login") or "",
                                "description": item.get("description") or "",
                                "shared_link_access": (item.get("shared_link") or {}).get("access")},
+            **self._access(item),
         )
 
     # --- the contract --------------------------------------------------------------------

@@ -95,6 +95,8 @@ class ConfluenceCommentEntity(AtlassianCommentEntity):
 @atlassian_source(
     name="Confluence",
     short_name="confluence",
+    mirrored_permissions=(("space permissions and page restrictions: not mirrored yet, pages are visible to "
+                           "the whole organization", False),),
     description="Spaces, pages, blog posts and comments of a Confluence Cloud, Server or Data Center site.",
     scope_field=ConfigField("spaces", "Spaces", "array", "Keys of the spaces to index, e.g. ENG; empty for every "
                             "space the account can read.", items_type="string", default=[]),

@@ -15,6 +15,17 @@ with JSON, read-only calls sent as idempotent), content on content.dropboxapi.co
   starts a full listing, since its files are not reported one by one. A `reset` error (409)
   starts a full listing too.
 
+Access (`supports_access_control`): a file outside any shared folder is visible to the account's
+owner (`users/get_current_account`, `user:<email>`); a file inside a shared folder (its
+`sharing_info.parent_shared_folder_id`) carries `group:shared_folder:<id>`, whose members are
+listed at each sync: `sharing/list_folders` (+ `/continue`), then `sharing/list_folder_members`
+(+ `/continue`) of each: users as `user:<email>`, Dropbox team groups as the nested group
+`group:team_group:<group id>`. A team group's own members can be listed only with a team
+administrator's app (`team/groups/members/list`), so they are not mirrored: those people do not
+see the files through the group. Pending invitees do not count. Files shared one by one (file
+members) and shared links are not mirrored: such files stay visible to the owner and their
+folder's members only.
+
 Entities: DropboxFileEntity, `entity_id` = the file's `path_lower` (the key Dropbox's deletion
 entries carry; a rename or move is a deletion plus a new file). Cursor:
 `{"cursor": "...", "path": "<config path>", "folders": ["/path_lower", ...]}`.
@@ -27,8 +38,9 @@ from pathlib import PurePosixPath
 from typing import Iterator
 from urllib.parse import quote
 
-from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField, FileEntity, SourceError, UnreadableEntity
+from connectors.base import AccessMembership, BaseEntity, BaseSource, Breadcrumb, ConfigField, FileEntity, SourceError, UnreadableEntity
 from connectors.http import HttpError
+from connectors.notifications.vendors import DropboxNotifications
 from connectors.registry import source
 from connectors.sources._cloud_files import FileFetcher, RestartListing, changes_or_listing, extension_of
 from connectors.sources._saas import parse_time
@@ -48,6 +60,7 @@ class DropboxFileEntity(FileEntity):
 @source(
     name="Dropbox",
     short_name="dropbox",
+    notifications=DropboxNotifications,
     description="Files of a Dropbox (PDF, Office, text, ...), with folders as breadcrumbs.",
     auth_methods=("oauth_browser", "oauth_token", "oauth_byoc"),
     oauth_type="with_refresh",
@@ -57,6 +70,13 @@ class DropboxFileEntity(FileEntity):
     ),
     labels=("File Storage",),
     entity_types=(DropboxFileEntity,),
+    supports_access_control=True,
+    mirrored_permissions=(("the account's own files: its owner", True),
+                          ("shared folders: their members", True),
+                          ("team groups on shared folders, as nested groups", True),
+                          ("team groups' members (needs a team administrator's app)", False),
+                          ("files shared one by one, shared links", False),
+                          ("pending invitations", False)),
     rate_limit_level="connection",
     rate_limit="10/second",
     base_url="https://api.dropboxapi.com/2",
@@ -74,6 +94,50 @@ class DropboxSource(BaseSource):
             raise ValueError("config field 'path' must start with / (e.g. /Projects), or be empty for the whole Dropbox")
         out["path"] = path.rstrip("/")
         return out
+
+    # --- access -------------------------------------------------------------------------
+
+    def generate_access_memberships(self) -> list[AccessMembership]:
+        """Members of every shared folder the account belongs to (users and team groups)."""
+        memberships = []
+        for folder in self._listed("sharing/list_folders", {"limit": 1000}, "entries"):
+            group = f"shared_folder:{folder['shared_folder_id']}"
+            body = self._rpc("sharing/list_folder_members", {"shared_folder_id": folder["shared_folder_id"],
+                                                             "limit": 1000})
+            while True:
+                for member in body.get("users") or []:
+                    email = (member.get("user") or {}).get("email")
+                    if email:
+                        memberships.append(AccessMembership(group, f"user:{email.lower()}"))
+                for member in body.get("groups") or []:
+                    group_id = (member.get("group") or {}).get("group_id")
+                    if group_id:
+                        memberships.append(AccessMembership(group, f"group:team_group:{group_id}"))
+                if not body.get("cursor"):
+                    break
+                body = self._rpc("sharing/list_folder_members/continue", {"cursor": body["cursor"]})
+        return memberships
+
+    def _listed(self, endpoint: str, body: dict, key: str) -> Iterator[dict]:
+        page = self._rpc(endpoint, body)
+        while True:
+            yield from page.get(key) or []
+            if not page.get("cursor"):
+                return
+            page = self._rpc(f"{endpoint}/continue", {"cursor": page["cursor"]})
+
+    def _owner(self) -> str:
+        if getattr(self, "_me", None) is None:
+            self._me = (self.http.post("users/get_current_account", idempotent=True).json().get("email") or "").lower()
+        return self._me
+
+    def _access(self, entry: dict) -> dict:
+        """The owner, and the members of the shared folder the file is in (see the module docstring)."""
+        viewers = [f"user:{self._owner()}"] if self._owner() else []
+        shared = (entry.get("sharing_info") or {}).get("parent_shared_folder_id")
+        if shared:
+            viewers.append(f"group:shared_folder:{shared}")
+        return {"access_viewers": sorted(viewers), "access_is_public": False}
 
     def generate_entities(self, cursor: dict) -> Iterator[BaseEntity]:
         self._fetcher = FileFetcher(self.http)
@@ -159,6 +223,7 @@ class DropboxSource(BaseSource):
             raw_source_fields={"path": display, "dropbox_id": entry.get("id"), "size": size,
                                "content_hash": entry.get("content_hash"), "rev": entry.get("rev"),
                                "extension": extension_of(name)},
+            **self._access(entry),
         )
 
     def is_full_listing(self) -> bool:

@@ -23,6 +23,18 @@ GitLabMergeRequestEntity ("<path>!<iid>"), GitLabNoteEntity ("<path>#<iid>/note/
 "<path>!<iid>/note/<id>"), GitLabFileEntity ("<path>:<file path>"). Breadcrumbs: the group
 namespace, the project, then the issue or merge request, or the file's folders.
 
+Access (`supports_access_control`): what a project shows, and to whom, follows its `visibility`
+and its features' access levels (`GET /projects/:path`). A public or internal project (internal:
+every signed-in user of the instance) is open to the organization, except a feature set to
+"Only project members" (`issues_access_level`, `merge_requests_access_level`,
+`repository_access_level` = `private`). Members-only items carry `group:project:<path>` (every
+member, Guest and up) or, for what Guests cannot read (merge requests, repository files,
+confidential issues and their comments), `group:project:<path>:reporter` (Reporter and up,
+`access_level` >= 20). Members come from `GET /projects/:id/members/all` (direct, inherited from
+parent groups, and through groups the project is shared with), listed at each sync; a member's
+address is the listed `email` (shown to administrators and for enterprise users), else the
+`public_email` of `GET /users/:id`; members without either, and members not `active`, are left out.
+
 Incremental: the cursor holds per project the newest `updated_at` seen, the head commit whose
 files are indexed, and the iids (with note ids) of issues and merge requests. GitLab reports no
 deletions, so an incremental run also lists the iids still present and reports the rest, and
@@ -36,7 +48,7 @@ from typing import Iterator
 from urllib.parse import quote, urlsplit
 
 from connectors.auth.tokens import HeaderAuth
-from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField, FileEntity, SkipEntity, SourceError
+from connectors.base import AccessMembership, BaseEntity, BaseSource, Breadcrumb, ConfigField, FileEntity, SkipEntity, SourceError
 from connectors.converters import SUPPORTED_EXTENSIONS
 from connectors.http import BlockedAddress, HttpError
 from connectors.http.ssrf import check_url
@@ -135,6 +147,14 @@ class GitLabFileEntity(FileEntity):
     labels=("Code", "Ticketing"),
     entity_types=(GitLabProjectEntity, GitLabIssueEntity, GitLabMergeRequestEntity, GitLabNoteEntity,
                   GitLabFileEntity),
+    supports_access_control=True,
+    mirrored_permissions=(("public and internal projects: open to the organization", True),
+                          ("private projects: members, inherited and through shared groups", True),
+                          ("features limited to project members (issues, merge requests, repository)", True),
+                          ("Guest vs Reporter: code, merge requests and confidential issues need Reporter", True),
+                          ("confidential issues' authors and assignees below Reporter", False),
+                          ("members without a visible e-mail address", False),
+                          ("external users kept out of internal projects (open to all here)", False)),
     rate_limit_level="connection",
     rate_limit="30/second",
 )
@@ -173,6 +193,57 @@ class GitLabSource(BaseSource):
         token = self.credentials.get("private_token")
         return HeaderAuth({"PRIVATE-TOKEN": token}) if token else super().http_auth()
 
+    # --- access -------------------------------------------------------------------------------
+
+    def _project_info(self, path: str) -> dict:
+        """`GET /projects/:path` (cached per run). Raises SourceError (config_error) on 404."""
+        cache = self.__dict__.setdefault("_projects", {})
+        if path not in cache:
+            try:
+                cache[path] = self.http.get_json(f"/projects/{_enc(path)}")
+            except HttpError as exc:
+                if exc.status == 404:
+                    raise SourceError(f"GitLab project '{path}' does not exist or this token cannot read it",
+                                      "config_error") from None
+                raise
+        return cache[path]
+
+    @staticmethod
+    def _access(project: dict, path: str, feature: str | None, reporter: bool = False) -> dict:
+        """Access of a project's item of `feature` (issues, merge_requests, repository; None: the project
+        itself); `reporter` when Guests cannot read it. See the module docstring."""
+        level = project.get(f"{feature}_access_level") if feature else None
+        if project.get("visibility") in ("public", "internal") and level not in ("private", "disabled") \
+                and not (feature == "issues" and reporter):
+            return {"access_viewers": [], "access_is_public": True}
+        group = f"group:project:{path}:reporter" if reporter else f"group:project:{path}"
+        return {"access_viewers": [group], "access_is_public": False}
+
+    def generate_access_memberships(self) -> list[AccessMembership]:
+        """Members of every project: `project:<path>` ∋ each member, `project:<path>:reporter` ∋ Reporter and up."""
+        memberships = []
+        for path in self.config["projects"]:
+            project = self._project_info(path)
+            for page in self.http.paginate(f"/projects/{project['id']}/members/all",
+                                           params={"per_page": self.page_size}):
+                for member in page.json():
+                    email = self._email(member)
+                    if not email or member.get("state", "active") != "active":
+                        continue
+                    memberships.append(AccessMembership(f"project:{path}", f"user:{email}"))
+                    if (member.get("access_level") or 0) >= 20:
+                        memberships.append(AccessMembership(f"project:{path}:reporter", f"user:{email}"))
+        return memberships
+
+    def _email(self, member: dict) -> str:
+        emails = self.__dict__.setdefault("_emails", {})
+        if member["id"] not in emails:
+            email = member.get("email")
+            if not email:
+                email = self.http.get_json(f"/users/{member['id']}").get("public_email")
+            emails[member["id"]] = (email or "").strip().lower()
+        return emails[member["id"]]
+
     # --- listing ------------------------------------------------------------------------------
 
     def generate_entities(self, cursor: dict) -> Iterator[BaseEntity]:
@@ -184,13 +255,7 @@ class GitLabSource(BaseSource):
             yield from self._project(path, previous.get(path) or {})
 
     def _project(self, path: str, before: dict) -> Iterator[BaseEntity]:
-        try:
-            project = self.http.get_json(f"/projects/{_enc(path)}")
-        except HttpError as exc:
-            if exc.status == 404:
-                raise SourceError(f"GitLab project '{path}' does not exist or this token cannot read it",
-                                  "config_error") from None
-            raise
+        project = self._project_info(path)
         since = before.get("updated_after")
         state = {"updated_after": since, "issues": dict(before.get("issues") or {}) if since else {},
                  "merge_requests": dict(before.get("merge_requests") or {}) if since else {},
@@ -205,7 +270,8 @@ class GitLabSource(BaseSource):
             description=project.get("description") or "", default_branch=project.get("default_branch") or "",
             web_url=project.get("web_url") or "", created_at=parse_time(project.get("created_at")),
             raw_source_fields={"project_id": project["id"], "visibility": project.get("visibility"),
-                               "default_branch": project.get("default_branch"), "topics": project.get("topics") or []})
+                               "default_branch": project.get("default_branch"), "topics": project.get("topics") or []},
+            **self._access(project, path, None))
         kinds = [("issues", GitLabIssueEntity, "#")]
         if self.config.get("include_merge_requests", True):
             kinds.append(("merge_requests", GitLabMergeRequestEntity, "!"))
@@ -225,10 +291,12 @@ class GitLabSource(BaseSource):
                 updated = item.get("updated_at")
                 if updated and (state["updated_after"] is None or parse_time(updated) > parse_time(state["updated_after"])):
                     state["updated_after"] = updated
-                yield self._item(path, crumbs, cls, sign, item)
+                access = self._access(project, path, kind, reporter=kind == "merge_requests" or
+                                      bool(item.get("confidential")))
+                yield self._item(path, crumbs, cls, sign, item, access)
                 notes = []
                 if self.config.get("include_notes", True) and item.get("user_notes_count", 1):
-                    for note in self._notes(project, path, crumbs, kind, sign, item):
+                    for note in self._notes(project, path, crumbs, kind, sign, item, access):
                         notes.append(note.raw_source_fields["note_id"])
                         yield note
                 key = str(item["iid"])
@@ -243,7 +311,7 @@ class GitLabSource(BaseSource):
                 self._deleted.append(f"{path}{sign}{key}")
                 self._deleted += [f"{path}{sign}{key}/note/{n}" for n in listed.pop(key)]
 
-    def _item(self, path, crumbs, cls, sign, item) -> GitLabIssueEntity:
+    def _item(self, path, crumbs, cls, sign, item, access: dict) -> GitLabIssueEntity:
         labels = list(item.get("labels") or [])
         author = (item.get("author") or {}).get("username", "")
         raw = {"iid": item["iid"], "state": item.get("state"), "labels": labels, "author": author,
@@ -257,9 +325,9 @@ class GitLabSource(BaseSource):
                    created_at=parse_time(item.get("created_at")), updated_at=parse_time(item.get("updated_at")),
                    web_url=item.get("web_url") or "", project=path, iid=item["iid"], state=item.get("state") or "",
                    author=author, labels=labels, description=item.get("description") or "", raw_source_fields=raw,
-                   **extra)
+                   **extra, **access)
 
-    def _notes(self, project, path, crumbs, kind, sign, item) -> Iterator[GitLabNoteEntity]:
+    def _notes(self, project, path, crumbs, kind, sign, item, access: dict) -> Iterator[GitLabNoteEntity]:
         parent = Breadcrumb(f"{path}{sign}{item['iid']}", item.get("title") or "",
                             "GitLabMergeRequestEntity" if sign == "!" else "GitLabIssueEntity")
         url = f"/projects/{project['id']}/{kind}/{item['iid']}/notes"
@@ -274,7 +342,8 @@ class GitLabSource(BaseSource):
                     name=f"{item.get('title', '')} (comment by {author})", breadcrumbs=crumbs + [parent],
                     created_at=parse_time(note.get("created_at")), updated_at=parse_time(note.get("updated_at")),
                     web_url=f"{item.get('web_url', '')}#note_{note['id']}", author=author,
-                    body=note.get("body") or "", raw_source_fields={"note_id": note["id"], "author": author})
+                    body=note.get("body") or "", raw_source_fields={"note_id": note["id"], "author": author},
+                    **access)
 
     # --- files --------------------------------------------------------------------------------
 
@@ -300,6 +369,7 @@ class GitLabSource(BaseSource):
                 changed += [(node["path"], node.get("id", "")) for node in page.json() if node.get("type") == "blob"]
         readable = [(p, b) for p, b in changed if posixpath.splitext(p)[1].lower() in SUPPORTED_EXTENSIONS]
         web = project.get("web_url", "")
+        access = self._access(project, path, "repository", reporter=True)
         for file_path, blob in readable[: self.config.get("max_files", 1000)]:
             folders = file_path.split("/")[:-1]
             file_crumbs = crumbs + [Breadcrumb(f"{path}:{'/'.join(folders[:i + 1])}", folder, "GitLabFolder")
@@ -318,7 +388,7 @@ class GitLabSource(BaseSource):
                 web_url=f"{web}/-/blob/{branch}/{quote(file_path)}", path=local, size=local.stat().st_size,
                 project=path, file_path=file_path, blob_id=blob,
                 raw_source_fields={"file_path": file_path, "branch": branch,
-                                   "extension": posixpath.splitext(file_path)[1].lower()})
+                                   "extension": posixpath.splitext(file_path)[1].lower()}, **access)
 
     # --- cursor and deletions -----------------------------------------------------------------
 

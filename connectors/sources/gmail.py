@@ -50,6 +50,8 @@ GONE_LABELS = frozenset({"TRASH", "SPAM"})
 @source(
     name="Gmail",
     short_name="gmail",
+    mirrored_permissions=(("the mailbox owner", True), ("the From, To and Cc addresses of each message", True),
+                          ("Bcc recipients and delegated mailbox access", False)),
     description="E-mail messages of a Gmail mailbox and their attachments, threads as breadcrumbs, labels as metadata.",
     auth_methods=("oauth_browser", "oauth_token", "oauth_byoc"),
     oauth_type="with_refresh",

@@ -69,6 +69,8 @@ class GoogleCalendarEventEntity(BaseEntity):
 @source(
     name="Google Calendar",
     short_name="google_calendar",
+    mirrored_permissions=(("the connected user, the organizer, the creator and the attendees", True),
+                          ("calendar sharing (people the calendar is shared with)", False)),
     description="Events of Google calendars, with their attendees, places and descriptions.",
     auth_methods=("oauth_browser", "oauth_token", "oauth_byoc"),
     oauth_type="with_refresh",

@@ -72,6 +72,10 @@ class GoogleDriveFileEntity(FileEntity):
 
 # What every source reading Drive declares alike (Google Drive, and Docs and Slides on their own).
 DRIVE_CAPABILITIES = dict(
+    mirrored_permissions=(("file permissions: users and groups", True),
+                          ("anyone and domain links: the organization", True),
+                          ("shared drive members when a file lists no permissions", True),
+                          ("Google group members (needs the Admin SDK)", False)),
     notifications=GoogleDriveNotifications,
     auth_methods=("oauth_browser", "oauth_token", "oauth_byoc"),
     oauth_type="with_refresh",

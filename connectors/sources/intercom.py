@@ -11,6 +11,15 @@ read its `conversation_parts` (the parts are the conversation — a new part mov
 `POST /contacts/search` with the same filter. Articles: `GET /articles?page=N&per_page=50`,
 every run; ids listed last time and absent now are deleted.
 
+Access (`supports_access_control`): teammates (admins) see every conversation and contact; a
+customer sees their own conversations. A conversation carries `group:admins` and `user:<email>` of
+each of its contacts whose address the conversation shows (the `source.author` and part authors
+of type `user`, `lead` or `contact` that are among its `contacts`); one whose parts hold an
+internal note (`part_type: note`) is indexed with the note, so it carries `group:admins` only.
+Contacts carry `group:admins`. Published articles are open to the organization; drafts carry
+`group:admins`. The `admins` group is `GET /admins` (every teammate with an e-mail address), listed
+at each sync. Inbox access limited to teams, and Help Center audiences, are not mirrored.
+
 Intercom reports no deletions of conversations or contacts, so the marks are dropped once the
 last full listing is `full_sync_days` old: that run lists everything again and absent
 conversations and contacts are deleted (the partial-listing guard still applies).
@@ -28,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from connectors.auth.tokens import BearerAuth
-from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField
+from connectors.base import AccessMembership, BaseEntity, BaseSource, Breadcrumb, ConfigField
 from connectors.http import HttpError
 from connectors.registry import source
 from connectors.sources._saas import Roster, Watermarks, WatermarkSource, compact, html_text, items, parse_time
@@ -111,6 +120,13 @@ class IntercomArticleEntity(BaseEntity):
     ),
     labels=("Customer Support",),
     entity_types=(IntercomConversationEntity, IntercomContactEntity, IntercomArticleEntity),
+    supports_access_control=True,
+    mirrored_permissions=(("teammates: every conversation and contact", True),
+                          ("customers: their own conversations", True),
+                          ("conversations with internal notes: teammates only", True),
+                          ("articles: published vs drafts", True),
+                          ("inbox access limited to teams", False),
+                          ("Help Center audiences", False)),
     rate_limit_level="connection",
     rate_limit="160/10seconds",
     base_url="https://api.intercom.io",
@@ -131,6 +147,11 @@ class IntercomSource(WatermarkSource, BaseSource):
 
     def http_headers(self) -> dict:
         return {"Intercom-Version": API_VERSION, "Accept": "application/json"}
+
+    def generate_access_memberships(self) -> list[AccessMembership]:
+        """The `admins` group: every teammate of `GET /admins` with an e-mail address."""
+        admins = self.http.get_json("/admins").get("admins") or []
+        return [AccessMembership("admins", f"user:{a['email'].lower()}") for a in admins if a.get("email")]
 
     def generate_entities(self, cursor: dict) -> Iterator[BaseEntity]:
         cursor = cursor or {}
@@ -196,6 +217,7 @@ class IntercomSource(WatermarkSource, BaseSource):
         return IntercomConversationEntity(
             entity_id=f"conversation:{c['id']}", name=html_text(title)[:200], breadcrumbs=self._crumbs(),
             created_at=parse_time(c.get("created_at")), updated_at=parse_time(c.get("updated_at")),
+            **_conversation_access(c),
             web_url=f"https://app.intercom.com/a/inbox/{self._app}/inbox/conversation/{c['id']}" if self._app else "",
             state=c.get("state") or "", opening=opening, opened_by=_who(source_msg.get("author")), parts=parts,
             tags=tags,
@@ -215,6 +237,7 @@ class IntercomSource(WatermarkSource, BaseSource):
             web_url=f"https://app.intercom.com/a/apps/{self._app}/users/{c['id']}/all-conversations" if self._app else "",
             role=c.get("role") or "", email=c.get("email") or "", location=location,
             custom_attributes=dict(c.get("custom_attributes") or {}),
+            access_viewers=["group:admins"], access_is_public=False,
             raw_source_fields=compact({"contact_id": c["id"], "role": c.get("role"), "email": c.get("email"),
                                        "external_id": c.get("external_id"), "country": loc.get("country"),
                                        "owner_id": c.get("owner_id")}))
@@ -235,6 +258,8 @@ class IntercomSource(WatermarkSource, BaseSource):
                 entity_id=entity_id, name=a.get("title") or f"Article {a['id']}", breadcrumbs=self._crumbs(),
                 created_at=parse_time(a.get("created_at")), updated_at=parse_time(a.get("updated_at")),
                 web_url=a.get("url") or "", description=a.get("description") or "", body=html_text(a.get("body")),
+                access_viewers=[] if a.get("state") == "published" else ["group:admins"],
+                access_is_public=a.get("state") == "published",
                 raw_source_fields=compact({"article_id": a["id"], "state": a.get("state"),
                                            "author_id": a.get("author_id"), "parent_id": a.get("parent_id"),
                                            "parent_type": a.get("parent_type")}))
@@ -242,6 +267,18 @@ class IntercomSource(WatermarkSource, BaseSource):
 
     def _crumbs(self) -> list[Breadcrumb]:
         return [Breadcrumb(self._app, f"Intercom {self._app}", "IntercomWorkspace")] if self._app else []
+
+
+def _conversation_access(c: dict) -> dict:
+    """`group:admins`, plus the conversation's contacts whose address it shows unless a part is an internal note."""
+    parts = (c.get("conversation_parts") or {}).get("conversation_parts") or []
+    viewers = {"group:admins"}
+    if not any(p.get("part_type") == "note" for p in parts):
+        contacts = {x.get("id") for x in (c.get("contacts") or {}).get("contacts") or []}
+        for author in [(c.get("source") or {}).get("author") or {}] + [p.get("author") or {} for p in parts]:
+            if author.get("type") in ("user", "lead", "contact") and author.get("id") in contacts and author.get("email"):
+                viewers.add(f"user:{author['email'].lower()}")
+    return {"access_viewers": sorted(viewers), "access_is_public": False}
 
 
 def _who(author: dict | None) -> str:

@@ -87,6 +87,8 @@ class JiraCommentEntity(AtlassianCommentEntity):
 @atlassian_source(
     name="Jira",
     short_name="jira",
+    mirrored_permissions=(("project roles and issue security levels: not mirrored yet, issues are visible to "
+                           "the whole organization", False),),
     description="Issues of a Jira Cloud, Server or Data Center site, with their comments.",
     scope_field=ConfigField("projects", "Projects", "array", "Keys of the projects to index, e.g. ENG; empty for "
                             "every project the account can browse.", items_type="string", default=[]),

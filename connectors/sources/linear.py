@@ -19,6 +19,14 @@ Entities: LinearTeamEntity, LinearProjectEntity, LinearIssueEntity ("ENG-123: ti
 breadcrumbs: team, project) and LinearCommentEntity (breadcrumbs: team, project, issue).
 `entity_id` is Linear's UUID.
 
+Access (`supports_access_control`): a public team's teams, projects, issues and comments are
+open to the organization; a private team's are visible to its members only: they carry
+`group:team:<team id>`, and `generate_access_memberships` lists each private team's members
+(`team(id).members`, `user:<email>`) at every sync, so a membership change needs no re-indexing.
+A project belongs to its teams: open when one of them is public, else visible to the members of
+each. Guests (who see only the teams they belong to, public ones included) are not told apart
+from members.
+
 Incremental: cursor `{"updated_at": <newest updatedAt seen>, "teams": [ids], "comments":
 {<issue id>: [comment ids]}}`. Archived or trashed issues and projects (`archivedAt` set) are
 reported deleted; so are teams no longer listed and comments gone from a changed issue.
@@ -30,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from connectors.auth.tokens import HeaderAuth
-from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField
+from connectors.base import AccessMembership, BaseEntity, BaseSource, Breadcrumb, ConfigField
 from connectors.http import cursor_pages
 from connectors.notifications.vendors import LinearNotifications
 from connectors.registry import source
@@ -41,15 +49,19 @@ API = "https://api.linear.app/graphql"
 
 TEAMS = """query Teams($after: String) {
   teams(first: 50, after: $after) {
-    nodes { id key name description createdAt updatedAt }
+    nodes { id key name description private createdAt updatedAt }
     pageInfo { hasNextPage endCursor }
   }
+}"""
+
+TEAM_MEMBERS = """query TeamMembers($id: String!, $after: String) {
+  team(id: $id) { members(first: 100, after: $after) { nodes { email } pageInfo { hasNextPage endCursor } } }
 }"""
 
 PROJECTS = """query Projects($after: String, $filter: ProjectFilter) {
   projects(first: 50, after: $after, filter: $filter, includeArchived: true) {
     nodes { id name description url state createdAt updatedAt archivedAt
-            lead { name email } teams { nodes { id key name } } }
+            lead { name email } teams { nodes { id key name private } } }
     pageInfo { hasNextPage endCursor }
   }
 }"""
@@ -61,7 +73,7 @@ ISSUES = """query Issues($after: String, $filter: IssueFilter) {
     nodes {
       id identifier title description url priority priorityLabel estimate dueDate
       createdAt updatedAt archivedAt completedAt canceledAt
-      state { name type } team { id key name } project { id name }
+      state { name type } team { id key name private } project { id name }
       assignee { name email } creator { name email } labels { nodes { name } }
       comments(first: 50) { nodes { %s } pageInfo { hasNextPage endCursor } }
     }
@@ -151,6 +163,10 @@ class LinearCommentEntity(BaseEntity):
     ),
     labels=("Project Management", "Ticketing"),
     entity_types=(LinearTeamEntity, LinearProjectEntity, LinearIssueEntity, LinearCommentEntity),
+    supports_access_control=True,
+    mirrored_permissions=(("public teams: open to the organization", True),
+                          ("private teams: their members only", True),
+                          ("guests limited to their teams (they see public teams here)", False)),
     rate_limit_level="connection",
     rate_limit="1200/hour",
     base_url="https://api.linear.app",
@@ -177,6 +193,31 @@ class LinearSource(GraphQLSource, BaseSource):
         for nodes in cursor_pages(fetch):
             yield from nodes
 
+    # --- access -------------------------------------------------------------------------------
+
+    def generate_access_memberships(self) -> list[AccessMembership]:
+        """The members of every private team: `team:<team id>` ∋ `user:<email>` (lower-cased)."""
+        memberships = []
+        for team in self._nodes(TEAMS, "teams", {}):
+            if not team.get("private"):
+                continue
+
+            def fetch(after, team_id=team["id"]):
+                return _page(self.graphql(TEAM_MEMBERS, {"id": team_id, "after": after})["team"]["members"])
+
+            for users in cursor_pages(fetch):
+                memberships += [AccessMembership(f"team:{team['id']}", f"user:{u['email'].lower()}")
+                                for u in users if u.get("email")]
+        return memberships
+
+    @staticmethod
+    def _access(teams: list[dict]) -> dict:
+        """Entity access of an item of `teams`: open when one is public, else their members (none: closed)."""
+        if any(not t.get("private", True) for t in teams):
+            return {"access_viewers": [], "access_is_public": True}
+        return {"access_viewers": sorted(f"group:team:{t['id']}" for t in teams if t.get("id")),
+                "access_is_public": False}
+
     # --- listing ------------------------------------------------------------------------------
 
     def generate_entities(self, cursor: dict) -> Iterator[BaseEntity]:
@@ -195,7 +236,7 @@ class LinearSource(GraphQLSource, BaseSource):
                 entity_id=team["id"], name=team["name"], key=team.get("key", ""),
                 description=team.get("description") or "", created_at=parse_time(team.get("createdAt")),
                 updated_at=parse_time(team.get("updatedAt")), web_url=f"https://linear.app/team/{team.get('key', '')}",
-                raw_source_fields={"key": team.get("key")})
+                raw_source_fields={"key": team.get("key")}, **self._access([team]))
         self._deleted += [t for t in cursor.get("teams") or [] if t not in self._teams]
 
         self._projects: dict[str, dict] = {}
@@ -213,7 +254,7 @@ class LinearSource(GraphQLSource, BaseSource):
                 lead=lead, description=project.get("description") or "", web_url=project.get("url") or "",
                 created_at=parse_time(project.get("createdAt")), updated_at=parse_time(project.get("updatedAt")),
                 raw_source_fields={"state": project.get("state"), "lead": lead,
-                                   "team_keys": [t.get("key") for t in teams]})
+                                   "team_keys": [t.get("key") for t in teams]}, **self._access(teams))
 
         for issue in self._nodes(ISSUES, "issues", {"filter": changed}):
             self._track(issue)
@@ -237,6 +278,7 @@ class LinearSource(GraphQLSource, BaseSource):
             crumbs.append(Breadcrumb(project["id"], project.get("name", ""), "LinearProjectEntity"))
         labels = [label["name"] for label in (issue.get("labels") or {}).get("nodes") or []]
         state = issue.get("state") or {}
+        access = self._access([team] if team else [])
         assignee = (issue.get("assignee") or {}).get("name") or ""
         name = f"{issue['identifier']}: {issue['title']}"
         yield LinearIssueEntity(
@@ -249,7 +291,7 @@ class LinearSource(GraphQLSource, BaseSource):
                                "state_type": state.get("type"), "priority": issue.get("priority"),
                                "assignee": assignee, "creator": (issue.get("creator") or {}).get("name"),
                                "labels": labels, "estimate": issue.get("estimate"), "due_date": issue.get("dueDate"),
-                               "completed_at": issue.get("completedAt")})
+                               "completed_at": issue.get("completedAt")}, **access)
         if not self.config.get("include_comments", True):
             return
         seen = []
@@ -262,7 +304,7 @@ class LinearSource(GraphQLSource, BaseSource):
                 issue_identifier=issue["identifier"], author=author, body=comment.get("body") or "",
                 web_url=comment.get("url") or "", created_at=parse_time(comment.get("createdAt")),
                 updated_at=parse_time(comment.get("updatedAt")),
-                raw_source_fields={"issue_identifier": issue["identifier"], "author": author})
+                raw_source_fields={"issue_identifier": issue["identifier"], "author": author}, **access)
         self._deleted += [c for c in previous_comments if c not in seen]
         self._comments[issue["id"]] = seen
 

@@ -143,6 +143,8 @@ class NotionDatabaseEntity(BaseEntity):
 @source(
     name="Notion",
     short_name="notion",
+    mirrored_permissions=(("page and database permissions: Notion's API does not expose them, so pages are "
+                           "visible to the whole organization", False),),
     notifications=NotionNotifications,
     description="Pages and databases of a Notion workspace shared with the integration, with their content.",
     auth_methods=("direct", "oauth_browser", "oauth_token", "oauth_byoc"),

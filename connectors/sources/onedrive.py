@@ -13,17 +13,42 @@ GraphFileEntity: its content is downloaded from `/drives/{drive}/items/{id}/cont
 it must be indexed, hashed by `cTag`. Files over AIRWEAVE_MAX_FILE_BYTES are skipped with a
 reason without being downloaded. OneNote packages and other items without a `file` facet are
 left out. Config `folder` limits the sync to one folder path (e.g. `/Documents/Specs`).
+
+Access (`supports_access_control`; shared with SharePoint): each file's permissions,
+`GET /drives/{drive}/items/{id}/permissions` (inherited ones included, as Graph lists them; one
+request per file indexed, none for a file over AIRWEAVE_MAX_FILE_BYTES, which is skipped anyway):
+a user grant (`grantedToV2.user` / `siteUser`, or each of a sharing link's
+`grantedToIdentitiesV2`) becomes `user:<email>` (its `email`, else the address in the
+`loginName` claim), a Microsoft 365 / Entra group grant `group:<group id>`; a sharing link of
+scope `anonymous` or `organization` opens the file to the organization. Group members are listed
+at each sync: `GET /groups` and `GET /groups/{id}/members` (users by `mail`, else
+`userPrincipalName`; groups inside groups nested), which needs `GroupMember.Read.All`: without it
+(HTTP 403, and for personal Microsoft accounts, which have no groups) no group member is mirrored
+and a file shared with a group alone stays closed to its members. SharePoint site groups
+(`siteGroup`: Owners, Members, Visitors) have no member listing in Graph v1.0: not mirrored.
 """
 from __future__ import annotations
 
+import logging
 from typing import Iterator
 from urllib.parse import quote
 
-from connectors.base import BaseEntity, Breadcrumb, ConfigField
+from connectors.base import AccessMembership, BaseEntity, Breadcrumb, ConfigField
+from connectors.http import HttpError
 from connectors.notifications.vendors import OneDriveNotifications
 from connectors.registry import source
+from connectors.sources._cloud_files import max_file_bytes
 from connectors.sources._msgraph import (GRAPH_RATE_LIMIT, MICROSOFT_AUTH_METHODS, MICROSOFT_OAUTH_TYPE, DeltaRound,
-                                         GraphFileEntity, GraphSource, download_fetcher, graph_time, is_removed)
+                                         GraphFileEntity, GraphSource, download_fetcher, graph_time, is_removed, pages)
+
+logger = logging.getLogger(__name__)
+# What the OneDrive and SharePoint sources mirror of Microsoft's sharing (docs/access-control.md).
+GRAPH_MIRRORED_PERMISSIONS = (
+    ("people a file is shared with, directly or inherited from its folders", True),
+    ("sharing links: anyone or the organization (open), specific people", True),
+    ("Microsoft 365 / Entra groups with their members, nested (needs GroupMember.Read.All)", True),
+    ("SharePoint site groups (Owners, Members, Visitors)", False),
+)
 
 
 class OneDriveFileEntity(GraphFileEntity):
@@ -63,6 +88,55 @@ def drive_items(src: GraphSource, drive_id: str, state: dict, *, root: str = "ro
         yield _file_entity(src, drive_id, item, folders, crumbs_prefix or [], entity_cls, extra_fields or {})
 
 
+def graph_group_memberships(src: GraphSource) -> list[AccessMembership]:
+    """Members of every group of the tenant (`group:<id>` ∋ `user:<email>` | `group:<id>`); [] without the right."""
+    try:
+        groups = list(pages(src.http, "/groups", params={"$select": "id,displayName"}))
+    except HttpError as exc:
+        if exc.status not in (400, 403):
+            raise
+        logger.info("%s: groups cannot be listed (HTTP %s): no group member is mirrored", src.short_name, exc.status)
+        return []
+    memberships = []
+    for group in groups:
+        for member in pages(src.http, f"/groups/{group['id']}/members",
+                            params={"$select": "id,mail,userPrincipalName"}):
+            kind = member.get("@odata.type", "")
+            if kind == "#microsoft.graph.group":
+                memberships.append(AccessMembership(group["id"], f"group:{member['id']}"))
+            elif kind == "#microsoft.graph.user":
+                email = member.get("mail") or member.get("userPrincipalName")
+                if email and "@" in email:
+                    memberships.append(AccessMembership(group["id"], f"user:{email.lower()}"))
+    return memberships
+
+
+def _identity_email(identity: dict) -> str:
+    email = identity.get("email") or ""
+    if not email and "|" in (identity.get("loginName") or ""):
+        email = identity["loginName"].rsplit("|", 1)[-1]  # i:0#.f|membership|meganb@contoso.com
+    return email.lower() if "@" in email else ""
+
+
+def item_access(src: GraphSource, drive_id: str, item: dict) -> dict:
+    """Entity access of a drive item from its permissions (see the module docstring)."""
+    if int(item.get("size") or 0) > max_file_bytes():
+        return {"access_viewers": [], "access_is_public": False}  # skipped by size: never indexed
+    viewers, public = set(), False
+    for permission in pages(src.http, f"/drives/{drive_id}/items/{item['id']}/permissions"):
+        if (permission.get("link") or {}).get("scope") in ("anonymous", "organization"):
+            public = True
+        granted = [permission.get("grantedToV2") or {}] + list(permission.get("grantedToIdentitiesV2") or [])
+        for identity in granted:
+            for key in ("user", "siteUser"):
+                email = _identity_email(identity.get(key) or {})
+                if email:
+                    viewers.add(f"user:{email}")
+            if (identity.get("group") or {}).get("id"):
+                viewers.add(f"group:{identity['group']['id']}")
+    return {"access_viewers": sorted(viewers), "access_is_public": public}
+
+
 def _breadcrumbs(folders: dict, parent_id: str | None) -> list[Breadcrumb]:
     chain, seen = [], set()
     while parent_id and parent_id in folders and parent_id not in seen:
@@ -90,6 +164,7 @@ def _file_entity(src, drive_id: str, item: dict, folders: dict, prefix: list[Bre
         raw_source_fields={"drive_id": item_drive, "mime_type": (item.get("file") or {}).get("mimeType"),
                            "size": item.get("size"), "last_modified_by": who,
                            "folder_path": "/".join(b.name for b in crumbs), **extra_fields},
+        **item_access(src, item_drive, item),
     )
 
 
@@ -99,6 +174,8 @@ ONEDRIVE_CAPABILITIES = dict(
     oauth_type=MICROSOFT_OAUTH_TYPE,
     config_fields=(ConfigField("folder", "Folder", "string",
                                "Only this folder and below, as a path from the drive's root (e.g. /Documents)."),),
+    supports_access_control=True,
+    mirrored_permissions=GRAPH_MIRRORED_PERMISSIONS,
     rate_limit_level="connection",
     rate_limit=GRAPH_RATE_LIMIT,
 )
@@ -119,6 +196,10 @@ class OneDriveSource(GraphSource):
 
     only_extensions: tuple[str, ...] = ()
     entity_class: type[GraphFileEntity] = OneDriveFileEntity
+
+    def generate_access_memberships(self) -> list[AccessMembership]:
+        """The tenant's groups and their members (see graph_group_memberships)."""
+        return graph_group_memberships(self)
 
     def generate_entities(self, cursor: dict) -> Iterator[BaseEntity]:
         self._state = dict((cursor or {}).get("drive") or {})

@@ -80,6 +80,8 @@ class OutlookCalendarEventEntity(BaseEntity):
     ),
     labels=("Productivity", "Calendar"),
     supports_access_control=True,
+    mirrored_permissions=(("the connected user, the organizer and the attendees (rooms left out)", True),
+                          ("delegates and people the calendar is shared with", False)),
     entity_types=(OutlookCalendarEventEntity,),
     rate_limit_level="connection",
     rate_limit=GRAPH_RATE_LIMIT,

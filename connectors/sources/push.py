@@ -34,6 +34,7 @@ class PushDocumentEntity(BaseEntity):
 @source(
     name="Push API",
     short_name="push",
+    mirrored_permissions=(("the viewers and is-public flag each pushed document carries", True),),
     description="Documents sent by your own code to POST /collections/{readable_id}/documents (batch "
                 "upsert and delete by id).",
     auth_methods=("direct",),

@@ -13,6 +13,24 @@ the mark (Salesforce keeps that log 30 days: a cursor older than 29 days makes t
 listing again). Budget: API calls count against the org's daily allocation; the limit here
 keeps one connection polite (20 requests a second).
 
+Access (`supports_access_control`), as far as the REST API exposes record sharing. The sharing
+tables are read once per sync by `generate_access_memberships` (which the pipeline calls before
+the entities; records listed without it stay closed):
+- the org-wide defaults (`SELECT Default<Object>Access FROM Organization`): `Read`, `Edit` (and
+  wider) open an object's records to the organization; `ControlledByParent` (contacts) gives a
+  contact its account's viewers;
+- otherwise a record is visible to its owner (a user, or a queue as `group:<id>`), to each
+  `UserOrGroupId` of its share object (`AccountShare`, `OpportunityShare`, `CaseShare`,
+  `ContactShare`: manual shares, sharing rules, teams) and to the users allowed to view all data
+  (`PermissionSetAssignment` of a permission set with `PermissionsViewAllData`, `group:view_all`);
+- groups are listed with their members at each sync: public groups and queues
+  (`GroupMember`: users and nested groups), role groups (`Group.Type` `Role`: the users of the
+  role) and role-and-subordinates groups (the role's users, and the group of each child role,
+  nested, from `UserRole.ParentRoleId`); users by their `Email`, active users only.
+Not mirrored: access through the role hierarchy upwards (managers above an owner), territories,
+and a sharing change on a record that did not change since the last run (the next full listing
+applies it).
+
 Entities: SalesforceAccountEntity, SalesforceContactEntity, SalesforceOpportunityEntity,
 SalesforceCaseEntity; `entity_id` is the 18-character record Id (unique across an org's
 objects); breadcrumbs: the record's account; `web_url` the Lightning record page. Cursor:
@@ -25,7 +43,7 @@ from datetime import datetime, timedelta, timezone
 from typing import ClassVar, Iterator
 from urllib.parse import urlsplit
 
-from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField, SourceError
+from connectors.base import AccessMembership, BaseEntity, BaseSource, Breadcrumb, ConfigField, SourceError
 from connectors.http import HttpError
 from connectors.registry import source
 from connectors.sources._saas import ObjectTypesSource, Watermarks, compact, items, parse_time
@@ -132,6 +150,14 @@ def _soql_time(value: datetime) -> str:
     ),
     labels=("CRM",),
     entity_types=tuple(spec[0] for spec in OBJECT_TYPES.values()),
+    supports_access_control=True,
+    mirrored_permissions=(("org-wide defaults (public read / private / controlled by parent)", True),
+                          ("record owner (user or queue)", True),
+                          ("share objects: manual shares, sharing rules, teams", True),
+                          ("public groups, queues, roles and roles with subordinates", True),
+                          ("View All Data permission", True),
+                          ("role hierarchy upwards (managers above the owner)", False),
+                          ("territories", False)),
     rate_limit_level="connection",
     rate_limit="20/second",
 )
@@ -158,6 +184,94 @@ class SalesforceSource(ObjectTypesSource, BaseSource):
             raise SourceError("Salesforce needs the org's instance URL: authenticate through the browser flow or "
                               "set config field 'instance_url'", "config_error")
         return url.rstrip("/")
+
+    # --- access ----------------------------------------------------------------------------
+
+    def _records(self, soql: str, what: str) -> list[dict]:
+        def fetch(next_url):
+            try:
+                body = (self.http.get_json(next_url) if next_url else
+                        self.http.get_json(f"/services/data/{API_VERSION}/query", params={"q": soql}))
+            except HttpError as exc:
+                raise _salesforce_error(exc, what) from None
+            return body.get("records") or [], None if body.get("done", True) else body.get("nextRecordsUrl")
+
+        return list(items(fetch))
+
+    def generate_access_memberships(self) -> list[AccessMembership]:
+        """Groups, queues and roles with their members, and `view_all`; reads the sharing tables (see the module)."""
+        types = list(self.config.get("object_types") or list(OBJECT_TYPES))
+        if "Contact" in types and "Account" not in types:
+            types.append("Account")  # a contact controlled by its parent takes its account's viewers
+        [org] = self._records("SELECT " + ", ".join(f"Default{t}Access" for t in types) + " FROM Organization",
+                              "Organization") or [{}]
+        self._defaults = {t: org.get(f"Default{t}Access") or "None" for t in types}
+        users = self._records("SELECT Id, Email, UserRoleId FROM User WHERE IsActive = true", "User")
+        self._emails = {u["Id"]: u["Email"].lower() for u in users if u.get("Email")}
+        self._shares: dict[str, set[str]] = {}
+        for t in types:
+            if self._defaults[t] not in ("None", "Private"):
+                continue
+            for share in self._records(f"SELECT {t}Id, UserOrGroupId FROM {t}Share", f"{t}Share"):
+                principal = self._principal(share.get("UserOrGroupId"))
+                if principal:
+                    self._shares.setdefault(share[f"{t}Id"], set()).add(principal)
+        memberships = []
+        for member in self._records("SELECT GroupId, UserOrGroupId FROM GroupMember", "GroupMember"):
+            principal = self._principal(member.get("UserOrGroupId"))
+            if principal:
+                memberships.append(AccessMembership(member["GroupId"], principal))
+        by_role: dict[str, list[str]] = {}
+        for u in users:
+            if u.get("UserRoleId") and u["Id"] in self._emails:
+                by_role.setdefault(u["UserRoleId"], []).append(f"user:{self._emails[u['Id']]}")
+        children: dict[str, list[str]] = {}
+        for role in self._records("SELECT Id, ParentRoleId FROM UserRole", "UserRole"):
+            if role.get("ParentRoleId"):
+                children.setdefault(role["ParentRoleId"], []).append(role["Id"])
+        groups = self._records("SELECT Id, Type, RelatedId FROM Group", "Group")
+        subordinates = {g["RelatedId"]: g["Id"] for g in groups if g.get("Type") == "RoleAndSubordinates"}
+        for group in groups:
+            kind, role = group.get("Type"), group.get("RelatedId")
+            if kind in ("Role", "RoleAndSubordinates", "RoleAndSubordinatesInternal") and role:
+                memberships += [AccessMembership(group["Id"], u) for u in by_role.get(role, [])]
+            if kind in ("RoleAndSubordinates", "RoleAndSubordinatesInternal") and role:
+                memberships += [AccessMembership(group["Id"], f"group:{subordinates[c]}")
+                                for c in children.get(role, []) if c in subordinates]
+        for assignment in self._records("SELECT AssigneeId FROM PermissionSetAssignment WHERE "
+                                        "PermissionSet.PermissionsViewAllData = true", "PermissionSetAssignment"):
+            principal = self._principal(assignment.get("AssigneeId"))
+            if principal:
+                memberships.append(AccessMembership("view_all", principal))
+        return memberships
+
+    def _principal(self, record_id: str | None) -> str | None:
+        """`user:<email>` for a user id (005…), `group:<id>` for a group or queue (00G…), else None."""
+        if not record_id:
+            return None
+        if record_id.startswith("00G"):
+            return f"group:{record_id}"
+        email = getattr(self, "_emails", {}).get(record_id)
+        return f"user:{email}" if email else None
+
+    def _access(self, object_type: str, values: dict) -> dict:
+        defaults = getattr(self, "_defaults", None)
+        if defaults is None:  # the sharing tables were not read (see the module docstring): closed
+            return {"access_viewers": [], "access_is_public": False}
+        default = defaults.get(object_type, "None")
+        if default == "ControlledByParent":
+            if not values.get("AccountId"):
+                return {"access_viewers": ["group:view_all"], "access_is_public": False}
+            return self._access("Account", {"Id": values["AccountId"], "OwnerId": None})
+        if default not in ("None", "Private"):
+            return {"access_viewers": [], "access_is_public": True}
+        viewers = {"group:view_all", *self._shares.get(values.get("Id") or "", set())}
+        owner = self._principal(values.get("OwnerId"))
+        if owner:
+            viewers.add(owner)
+        return {"access_viewers": sorted(viewers), "access_is_public": False}
+
+    # --- listing -----------------------------------------------------------------------------
 
     def generate_entities(self, cursor: dict) -> Iterator[BaseEntity]:
         self._marks = Watermarks(cursor)
@@ -217,7 +331,8 @@ class SalesforceSource(ObjectTypesSource, BaseSource):
                    url=self.base_url + ((record.get("attributes") or {}).get("url") or ""),
                    object_type=object_type, fields={k: v for k, v in values.items() if k != "SystemModstamp"},
                    raw_source_fields=compact({"object_type": object_type, "owner_id": values.get("OwnerId"),
-                                              **{_snake(k): values.get(k) for k in meta}}))
+                                              **{_snake(k): values.get(k) for k in meta}}),
+                   **self._access(object_type, values))
 
 
 def _field(record: dict, name: str):

@@ -8,20 +8,24 @@ connectors/sources/onedrive.py and _msgraph.py). Breadcrumbs: site â†’ library â
 
 Cursor: `{"drives": {<drive id>: {"delta_link", "folders"}}}`. A run is a full listing only
 when every library was listed from the start (a new library, an expired delta link, or a
-forced full sync); otherwise deletions come from the delta rounds' `deleted` items. Access
-stays organization-wide: per-item permissions cost one request per item in Graph.
+forced full sync); otherwise deletions come from the delta rounds' `deleted` items.
+
+Access (`supports_access_control`): each file's permissions and the tenant's groups, as OneDrive
+(connectors/sources/onedrive.py): one permissions request per file indexed. Site groups (Owners,
+Members, Visitors) have no member listing in Graph v1.0 and are not mirrored: a file shared only
+through them stays closed to their members.
 """
 from __future__ import annotations
 
 from typing import Iterator
 from urllib.parse import quote
 
-from connectors.base import BaseEntity, Breadcrumb, ConfigField, SourceError
+from connectors.base import AccessMembership, BaseEntity, Breadcrumb, ConfigField, SourceError
 from connectors.http import HttpError
 from connectors.registry import source
 from connectors.sources._msgraph import (GRAPH_RATE_LIMIT, MICROSOFT_AUTH_METHODS, MICROSOFT_OAUTH_TYPE,
                                          GraphFileEntity, GraphSource, pages)
-from connectors.sources.onedrive import drive_items
+from connectors.sources.onedrive import GRAPH_MIRRORED_PERMISSIONS, drive_items, graph_group_memberships
 
 
 class SharePointFileEntity(GraphFileEntity):
@@ -39,11 +43,19 @@ class SharePointFileEntity(GraphFileEntity):
                                "empty: every site you can reach.", items_type="string"),),
     labels=("File storage", "Knowledge base"),
     entity_types=(SharePointFileEntity,),
+    supports_access_control=True,
+    mirrored_permissions=GRAPH_MIRRORED_PERMISSIONS,
     rate_limit_level="connection",
     rate_limit=GRAPH_RATE_LIMIT,
 )
 class SharePointSource(GraphSource):
     """See the module docstring."""
+
+    def generate_access_memberships(self) -> list[AccessMembership]:
+        """The tenant's groups (see onedrive.graph_group_memberships), after the sites are checked (a site
+        that does not exist fails first, as a config_error)."""
+        self._sites()
+        return graph_group_memberships(self)
 
     def _sites(self) -> list[dict]:
         wanted = self.config.get("sites") or []

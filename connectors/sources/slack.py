@@ -192,6 +192,9 @@ def _user_token(credentials: dict) -> dict:
 @source(
     name="Slack",
     short_name="slack",
+    mirrored_permissions=(("public channels: open to the organization", True),
+                          ("private channels, group DMs and DMs: their members", True),
+                          ("members without a visible e-mail address", False)),
     notifications=SlackNotifications,
     description="Messages and threads of Slack channels, synced into the collection or searched at query time.",
     auth_methods=("oauth_browser", "oauth_token", "oauth_byoc"),

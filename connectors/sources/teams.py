@@ -114,6 +114,9 @@ class TeamsMessageEntity(BaseEntity):
 @source(
     name="Microsoft Teams",
     short_name="teams",
+    mirrored_permissions=(("standard channels: the team's members", True),
+                          ("private and shared channels: their own members", True),
+                          ("members without an e-mail address", False)),
     description="Channel conversations of your Microsoft Teams (messages and replies), kept fresh with delta queries; "
                 "private channels stay visible to their members only.",
     auth_methods=MICROSOFT_AUTH_METHODS,

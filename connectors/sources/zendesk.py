@@ -16,6 +16,18 @@ the ticket's entity, and a deleted ticket takes its thread with it. Articles:
 `GET /api/v2/help_center/articles.json?per_page=100&include=sections`, every run (a Help Center
 is small); ids listed last time and absent now are deleted.
 
+Access (`supports_access_control`): agents see every ticket; an end user sees the tickets they
+requested or are copied on. A ticket carries `group:agents` and `user:<email>` of its requester,
+its email CCs (`email_cc_ids`) and its CCs (`collaborator_ids`), their addresses from the users
+sideloaded with the export (`include=users`) and with the comments. A ticket whose thread holds
+an internal note (a comment with `public: false`) is indexed with the note, so it carries
+`group:agents` only. The `agents` group is listed at each sync:
+`GET /api/v2/users?role[]=agent&role[]=admin` (cursor pages), active unsuspended users, leaving out
+restricted agents (`restricted_agent`: they see only their groups' or organization's tickets,
+which is not mirrored). Help Center articles for everyone (`user_segment_id` null, not a draft) are
+open to the organization; those of a user segment, and drafts, carry `group:agents`. Shared
+organization tickets (end users seeing their organization's tickets) are not mirrored.
+
 Budget: 200 requests a minute on the smallest plan (the export's own 10 a minute is waited out
 on its 429 `Retry-After`). Entities: ZendeskTicketEntity (`ticket:{id}`, web_url the agent
 view), ZendeskArticleEntity (`article:{id}`, its `html_url`; breadcrumb: its section). Cursor:
@@ -27,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from connectors.auth.tokens import BasicAuth
-from connectors.base import BaseEntity, Breadcrumb, ConfigField, SourceError
+from connectors.base import AccessMembership, BaseEntity, Breadcrumb, ConfigField, SourceError
 from connectors.http import HttpError
 from connectors.notifications.vendors import ZendeskNotifications
 from connectors.registry import source
@@ -105,6 +117,13 @@ class ZendeskArticleEntity(BaseEntity):
     ),
     labels=("Customer Support",),
     entity_types=(ZendeskTicketEntity, ZendeskArticleEntity),
+    supports_access_control=True,
+    mirrored_permissions=(("agents and admins: every ticket", True),
+                          ("end users: tickets they requested or are copied on", True),
+                          ("tickets with internal notes: agents only", True),
+                          ("Help Center articles: everyone vs user segments and drafts (agents)", True),
+                          ("restricted agents' groups and organizations", False),
+                          ("shared organization tickets", False)),
     rate_limit_level="connection",
     rate_limit="200/minute",
 )
@@ -118,7 +137,23 @@ class ZendeskSource(WatermarkSource, SubdomainSource):
             return BasicAuth(f"{self.credentials['email']}/token", self.credentials["api_token"])
         return super().http_auth()
 
+    def generate_access_memberships(self) -> list[AccessMembership]:
+        """The `agents` group: active, unsuspended, unrestricted agents and admins (`user:<email>`)."""
+        def fetch(next_url):
+            try:
+                body = self.http.get_json(next_url or "/api/v2/users",
+                                          params=None if next_url else {"role[]": ["agent", "admin"], "page[size]": 100})
+            except HttpError as exc:
+                raise _zendesk_error(exc, self.config["subdomain"]) from None
+            more = (body.get("meta") or {}).get("has_more")
+            return body.get("users") or [], (body.get("links") or {}).get("next") if more else None
+
+        return [AccessMembership("agents", f"user:{user['email'].lower()}") for user in items(fetch)
+                if user.get("email") and user.get("active", True) and not user.get("suspended")
+                and not user.get("restricted_agent") and user.get("role") in ("agent", "admin")]
+
     def generate_entities(self, cursor: dict) -> Iterator[BaseEntity]:
+        self._emails: dict[int, str] = {}
         self._marks = Watermarks(cursor)
         self._roster = Roster(cursor if self._marks.incremental else {})
         yield from self._tickets()
@@ -135,7 +170,7 @@ class ZendeskSource(WatermarkSource, SubdomainSource):
 
     def _tickets(self) -> Iterator[ZendeskTicketEntity]:
         def fetch(after):
-            params = {"per_page": 500}
+            params = {"per_page": 500, "include": "users"}
             if after:
                 params["cursor"] = after
             elif self._marks.since("tickets"):
@@ -147,6 +182,7 @@ class ZendeskSource(WatermarkSource, SubdomainSource):
             except HttpError as exc:
                 raise _zendesk_error(exc, self.config["subdomain"]) from None
             self._marks.set("tickets", body.get("after_cursor"))
+            self._know(body.get("users"))
             return body.get("tickets") or [], None if body.get("end_of_stream", True) else body.get("after_cursor")
 
         for ticket in items(fetch):
@@ -169,6 +205,7 @@ class ZendeskSource(WatermarkSource, SubdomainSource):
             body = self.http.get_json(next_url or f"/api/v2/tickets/{ticket_id}/comments.json",
                                       params=None if next_url else {"page[size]": 100, "include": "users"})
             users.update({u["id"]: u.get("name") or str(u["id"]) for u in body.get("users") or []})
+            self._know(body.get("users"))
             more = (body.get("meta") or {}).get("has_more")
             return body.get("comments") or [], (body.get("links") or {}).get("next") if more else None
 
@@ -177,6 +214,18 @@ class ZendeskSource(WatermarkSource, SubdomainSource):
                                public=bool(c.get("public", True)), created_at=c.get("created_at") or "",
                                body=c.get("plain_body") or html_text(c.get("html_body")) or c.get("body") or "")
                 for c in raw]
+
+    def _know(self, users: list[dict] | None) -> None:
+        self._emails.update({u["id"]: u["email"].lower() for u in users or [] if u.get("id") and u.get("email")})
+
+    def _ticket_access(self, ticket: dict, comments: list[ZendeskComment]) -> dict:
+        """`group:agents` plus the requester and CCs, unless the thread holds an internal note."""
+        viewers = {"group:agents"}
+        if all(c.public for c in comments):
+            people = [ticket.get("requester_id"), *(ticket.get("email_cc_ids") or []),
+                      *(ticket.get("collaborator_ids") or [])]
+            viewers |= {f"user:{self._emails[p]}" for p in people if p in self._emails}
+        return {"access_viewers": sorted(viewers), "access_is_public": False}
 
     def _ticket(self, ticket: dict, comments: list[ZendeskComment]) -> ZendeskTicketEntity:
         subdomain = self.config["subdomain"]
@@ -195,6 +244,7 @@ class ZendeskSource(WatermarkSource, SubdomainSource):
                 "assignee_id": ticket.get("assignee_id"), "group_id": ticket.get("group_id"),
                 "organization_id": ticket.get("organization_id"),
                 "channel": (ticket.get("via") or {}).get("channel")}),
+            **self._ticket_access(ticket, comments),
         )
 
     # --- articles ---------------------------------------------------------------------------
@@ -231,8 +281,16 @@ class ZendeskSource(WatermarkSource, SubdomainSource):
                 raw_source_fields=compact({"article_id": article["id"], "section": section,
                                            "locale": article.get("locale"), "draft": article.get("draft"),
                                            "label_names": article.get("label_names"),
-                                           "author_id": article.get("author_id")}))
+                                           "author_id": article.get("author_id")}),
+                **_article_access(article))
         self._roster.listed("articles", seen)
+
+
+def _article_access(article: dict) -> dict:
+    """Everyone's published articles are open; a user segment's, or a draft, only to agents."""
+    if article.get("user_segment_id") is None and not article.get("draft"):
+        return {"access_viewers": [], "access_is_public": True}
+    return {"access_viewers": ["group:agents"], "access_is_public": False}
 
 
 def _zendesk_error(exc: HttpError, subdomain: str) -> Exception:

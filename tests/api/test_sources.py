@@ -4,7 +4,7 @@ from __future__ import annotations
 SOURCE_FIELDS = {
     "name", "short_name", "description", "class_name", "auth_methods", "oauth_type", "requires_byoc",
     "auth_config_class", "config_class", "auth_fields", "config_fields", "labels", "supports_continuous",
-    "federated_search", "supports_access_control", "supports_browse_tree", "supports_temporal_relevance",
+    "federated_search", "supports_access_control", "mirrored_permissions", "supports_browse_tree", "supports_temporal_relevance",
     "rate_limit_level", "output_entity_definitions",
 }
 CONFIG_FIELD_KEYS = {"name", "title", "description", "type", "required", "items_type", "is_secret", "enum_values"}
@@ -102,3 +102,14 @@ def test_offline_sources_declare_their_config_and_auth_fields(client):
     enums = {f["name"]: f.get("enum_values") for f in by_name["imap"]["config_fields"]["fields"]}
     assert enums["security"] == ["ssl", "starttls", "none"]
     assert by_name["mysql"]["auth_fields"]["fields"][1]["required"] is False  # empty passwords exist
+
+
+def test_each_source_says_what_of_its_vendors_permissions_it_mirrors(client):
+    by_name = {s["short_name"]: s for s in client.get("/sources").json()}
+    github = by_name["github"]
+    assert github["supports_access_control"] and github["mirrored_permissions"]
+    assert all(set(p) == {"permission", "mirrored"} and isinstance(p["mirrored"], bool)
+               for s in by_name.values() for p in s["mirrored_permissions"])
+    assert {p["mirrored"] for p in github["mirrored_permissions"]} == {True, False}
+    assert [p["mirrored"] for p in by_name["notion"]["mirrored_permissions"]] == [False]
+    assert by_name["local_files"]["mirrored_permissions"] == []

@@ -4,6 +4,7 @@ pagination, the download redirect, the event stream, and rotating refresh tokens
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -33,7 +34,39 @@ def params(**values):
     return [responses.matchers.query_param_matcher(values, strict_match=False)]
 
 
-def serve_box(rsps, notes=NOTES):
+def collaboration(collaboration_id: str, item: dict, accessible_by: dict, status: str = "accepted") -> dict:
+    """A collaboration as Box documents it (`GET /files|folders/{id}/collaborations` entries)."""
+    return {"type": "collaboration", "id": collaboration_id, "status": status, "role": "editor",
+            "created_by": {"type": "user", "id": "17738362", "name": "Dana Kim", "login": "dana@example.com"},
+            "created_at": "2024-01-12T09:00:00-08:00", "modified_at": "2024-01-12T09:00:00-08:00",
+            "expires_at": None, "acknowledged_at": "2024-01-12T09:05:00-08:00", "invite_email": None,
+            "accessible_by": accessible_by, "item": item}
+
+
+def serve_box(rsps, notes=NOTES, collaborations=None, groups=None):
+    """The folder tree, downloads and event position; `collaborations` {(files|folders, id): [entries]} (none
+    by default) and `groups` {group: [members' user objects]} (none by default)."""
+    collaborations, groups = collaborations or {}, groups or {}
+
+    def collaborations_of(request):
+        kind, item_id = re.search(r"/(files|folders)/(\d+)/collaborations", request.url).groups()
+        entries = collaborations.get((kind, item_id), [])
+        return 200, {"Content-Type": "application/json"}, json.dumps(
+            {"entries": entries, "limit": 1000, "next_marker": None})
+
+    rsps.add_callback("GET", re.compile(rf"{re.escape(API)}/(files|folders)/\d+/collaborations(\?.*)?"),
+                      callback=collaborations_of)
+    rsps.add("GET", f"{API}/groups", match=params(offset="0"), json={
+        "total_count": len(groups), "limit": 1000, "offset": 0,
+        "entries": [{"type": "group", "id": g["id"], "name": g["name"], "group_type": "managed_group"}
+                    for g in groups]})
+    for group, members in ((g, g["members"]) for g in groups):
+        rsps.add("GET", f"{API}/groups/{group['id']}/memberships", match=params(offset="0"), json={
+            "total_count": len(members), "limit": 1000, "offset": 0, "entries": [
+                {"type": "group_membership", "id": f"15603{i}", "user": user, "role": "member",
+                 "group": {"type": "group", "id": group["id"], "name": group["name"], "group_type": "managed_group"},
+                 "created_at": "2024-01-02T09:00:00-08:00", "modified_at": "2024-01-02T09:00:00-08:00"}
+                for i, user in enumerate(members)]})
     rsps.add("GET", f"{API}/events", json=fixture("events_now.json"), match=params(stream_position="now"))
     page1 = fixture("root_items_page1.json")
     rsps.add("GET", f"{API}/folders/0/items", json=fixture("root_items_page2.json"),
@@ -140,3 +173,51 @@ def test_a_folder_event_lists_everything_and_a_missing_folder_is_a_config_error(
     with pytest.raises(SourceError) as info:
         list(make(folder_id="999").generate_entities({}))
     assert info.value.category == "config_error"
+
+
+# --- access control -------------------------------------------------------------------------------
+
+ALICE = {"type": "user", "id": "20001", "name": "Alice", "login": "Alice@Example.com"}
+BOB = {"type": "user", "id": "20002", "name": "Bob", "login": "bob@example.com"}
+CAROL = {"type": "user", "id": "20003", "name": "Carol", "login": "carol@example.com"}
+PEOPLE = {"type": "group", "id": "5001", "name": "People team", "group_type": "managed_group"}
+
+
+def serve_shared_box(rsps):
+    """The deck shared with alice; the Handbook folder with the People team (bob) and a pending invite to
+    carol; vendor notes behind a company shared link."""
+    deck = {"type": "file", "id": "12345678", "etag": "1", "name": "Sales kickoff.pptx"}
+    handbook = {"type": "folder", "id": "11446498", "etag": "1", "name": "Handbook"}
+    serve_box(rsps, collaborations={
+        ("files", "12345678"): [collaboration("991", deck, ALICE)],
+        ("folders", "11446498"): [collaboration("992", handbook, PEOPLE),
+                                  collaboration("993", handbook, CAROL, status="pending")],
+    }, groups=[{"id": "5001", "name": "People team", "members": [BOB]}])
+
+
+def test_owners_collaborators_inherited_folder_collaborations_groups_and_company_links():
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+        serve_shared_box(rsps)
+        source = make()
+        assert [(m.group_id, m.member) for m in source.generate_access_memberships()] == [
+            ("5001", "user:bob@example.com")]
+        entities = {e.entity_id: e for e in source.generate_entities({})}
+    assert entities["12345678"].access_viewers == ["user:alice@example.com", "user:dana@example.com"]
+    assert entities["22334455"].access_viewers == ["group:5001", "user:dana@example.com"]  # not carol: pending
+    assert (entities["12345679"].access_viewers, entities["12345679"].access_is_public) == ([], True)
+
+
+def test_without_the_right_to_list_groups_no_group_member_is_mirrored(rsps):
+    rsps.add("GET", f"{API}/groups", status=403, json={"type": "error", "status": 403, "code": "access_denied_"
+                                                       "insufficient_permissions", "message": "Access denied"})
+    assert make().generate_access_memberships() == []
+
+
+def acl_world(rsps):
+    """The access world of tests/access/test_source_matrix.py (see serve_shared_box)."""
+    from tests.access.test_source_matrix import AclWorld
+
+    serve_shared_box(rsps)
+    return AclWorld(short_name="box", credentials={"access_token": "box-token"}, config={},
+                    visible={"alice": {"12345678", "12345679"}, "bob": {"12345679", "22334455"}, "carol": {"12345679"}},
+                    everything={"12345678", "12345679", "22334455"})

@@ -33,12 +33,32 @@ def arg(path: str):
     return [responses.matchers.header_matcher({"Dropbox-API-Arg": json.dumps({"path": path})})]
 
 
-def serve_dropbox(rsps, packing=PACKING_TEXT):
-    first = fixture("list_folder.json")
+SHARED = "84528192421"  # the shared folder /projects/summer camp
+
+
+def serve_dropbox(rsps, packing=PACKING_TEXT, shared=False):
+    """The listing and downloads, the account (its owner is bob) and its shared folders: none, or with
+    `shared` the Summer camp folder (members bob, alice on the second page, a team group, an invitee carol)."""
+    rsps.add("POST", f"{API}/users/get_current_account", json=fixture("current_account.json"))
+    if shared:
+        rsps.add("POST", f"{API}/sharing/list_folders", json=fixture("shared_folders.json"),
+                 match=[responses.matchers.json_params_matcher({"limit": 1000})])
+        page1 = fixture("folder_members_page1.json")
+        rsps.add("POST", f"{API}/sharing/list_folder_members", json=page1,
+                 match=[responses.matchers.json_params_matcher({"shared_folder_id": SHARED, "limit": 1000})])
+        rsps.add("POST", f"{API}/sharing/list_folder_members/continue", json=fixture("folder_members_page2.json"),
+                 match=[responses.matchers.json_params_matcher({"cursor": page1["cursor"]})])
+    else:
+        rsps.add("POST", f"{API}/sharing/list_folders", json={"entries": []})
+    first, second = fixture("list_folder.json"), fixture("list_folder_continue.json")
+    for entry in first["entries"] + second["entries"] if shared else []:
+        if entry[".tag"] == "file" and entry["path_lower"].startswith("/projects/summer camp/"):
+            entry["sharing_info"] = {"read_only": False, "parent_shared_folder_id": SHARED,
+                                     "modified_by": "dbid:AAH4f99T0taONIb-OurWxbNQ6ywGRopQngc"}
     rsps.add("POST", f"{API}/files/list_folder", json=first, match=[responses.matchers.json_params_matcher(
         {"path": "", "recursive": True, "include_deleted": False, "include_non_downloadable_files": True,
          "limit": 2000})])
-    rsps.add("POST", f"{API}/files/list_folder/continue", json=fixture("list_folder_continue.json"),
+    rsps.add("POST", f"{API}/files/list_folder/continue", json=second,
              match=[responses.matchers.json_params_matcher({"cursor": first["cursor"]})])
     rsps.add("GET", CONTENT, body=DOCX.read_bytes(), match=arg("id:a4ayc_80_OEAAAAAAAAAZb"),
              headers={"Dropbox-API-Result": json.dumps({"name": "Swimming guide.docx"})})
@@ -142,3 +162,30 @@ def test_a_missing_folder_is_a_config_error_and_paths_are_checked(rsps):
     assert info.value.category == "config_error"
     with pytest.raises(ValueError, match="must start with /"):
         DropboxSource.validate_config({"path": "Projects"})
+
+
+# --- access control -------------------------------------------------------------------------------
+
+
+def test_own_files_are_the_owners_and_a_shared_folders_files_its_members():
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+        serve_dropbox(rsps, shared=True)
+        source = make()
+        memberships = [(m.group_id, m.member) for m in source.generate_access_memberships()]
+        entities = {e.entity_id: e for e in source.generate_entities({}) if not isinstance(e, UnreadableEntity)}
+    assert memberships == [(f"shared_folder:{SHARED}", "user:bob@example.com"),
+                           (f"shared_folder:{SHARED}", "group:team_group:g:e2db7665347abcd600000000001a2b3c"),
+                           (f"shared_folder:{SHARED}", "user:alice@example.com")]  # not the invitee
+    assert entities[BUDGET].access_viewers == ["user:bob@example.com"]
+    for path in (GUIDE, PACKING):
+        assert entities[path].access_viewers == [f"group:shared_folder:{SHARED}", "user:bob@example.com"]
+
+
+def acl_world(rsps):
+    """The access world of tests/access/test_source_matrix.py: bob's Dropbox, Summer camp shared with alice."""
+    from tests.access.test_source_matrix import AclWorld
+
+    serve_dropbox(rsps, shared=True)
+    return AclWorld(short_name="dropbox", credentials={"access_token": "sl.test"}, config={},
+                    visible={"alice": {GUIDE, PACKING}, "bob": {GUIDE, PACKING, BUDGET}, "carol": set()},
+                    everything={GUIDE, PACKING, BUDGET})

@@ -18,9 +18,43 @@ RECORDED = SHARED_DATA / "github_api" / "extracted"
 API = "https://api.github.com"
 
 
+def repository(full_name: str, private: bool = False, visibility: str | None = None) -> dict:
+    """GitHub's `GET /repos/{owner}/{repo}` answer (the "full-repository" schema, the fields a client reads)."""
+    owner, name = full_name.split("/")
+    return {"id": 1296269, "node_id": "MDEwOlJlcG9zaXRvcnkxMjk2MjY5", "name": name, "full_name": full_name,
+            "private": private, "visibility": visibility or ("private" if private else "public"),
+            "owner": {"login": owner, "id": 1, "type": "Organization", "site_admin": False},
+            "html_url": f"https://github.com/{full_name}", "url": f"{API}/repos/{full_name}",
+            "default_branch": "main", "permissions": {"admin": False, "maintain": False, "push": True,
+                                                      "triage": True, "pull": True}}
+
+
+def add_repository(rsps, full_name: str, private: bool = False, visibility: str | None = None):
+    """Answer `GET /repos/{full_name}` (every listing reads the repository's visibility first)."""
+    rsps.add("GET", f"{API}/repos/{full_name}", json=repository(full_name, private, visibility))
+
+
+def simple_user(login: str, user_id: int, email: str | None = None) -> dict:
+    """GitHub's "simple-user" (collaborators and team members), `role_name` as the collaborators listing adds it."""
+    return {"login": login, "id": user_id, "node_id": f"MDQ6VXNlcj{user_id}", "type": "User", "site_admin": False,
+            "avatar_url": f"https://avatars.githubusercontent.com/u/{user_id}?v=4", "email": email,
+            "url": f"{API}/users/{login}", "html_url": f"https://github.com/{login}"}
+
+
+def team(slug: str, team_id: int, parent: dict | None = None) -> dict:
+    """GitHub's "team" object as `GET /repos/{repo}/teams` and `GET /orgs/{org}/teams/{slug}/teams` list it."""
+    return {"id": team_id, "node_id": f"MDQ6VGVhbT{team_id}", "name": slug.title(), "slug": slug,
+            "description": "", "privacy": "closed", "notification_setting": "notifications_enabled",
+            "permission": "pull", "url": f"{API}/teams/{team_id}", "html_url": f"https://github.com/orgs/acme/teams/{slug}",
+            "members_url": f"{API}/teams/{team_id}/members{{/member}}",
+            "repositories_url": f"{API}/teams/{team_id}/repos", "parent": parent}
+
+
 @pytest.fixture
 def rsps():
-    with responses.RequestsMock() as mock:
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as mock:
+        for name in ("betamaxpy/betamax", "ossani24/github3.py"):
+            add_repository(mock, name)
         yield mock
 
 
@@ -90,6 +124,7 @@ def test_a_synced_repository_is_searchable_and_an_incremental_run_asks_only_for_
     assert "ossani24/github3.py#187" in found and all(f.startswith("ossani24/github3.py#187") for f in found)
 
     rsps.reset()
+    add_repository(rsps, "ossani24/github3.py")
     since = issue["updated_at"]
     changed = {**issue, "title": issue["title"] + " (renamed)", "comments": 0}
     rsps.add("GET", f"{API}/repos/ossani24/github3.py/issues",
@@ -100,7 +135,7 @@ def test_a_synced_repository_is_searchable_and_an_incremental_run_asks_only_for_
 
 
 def test_an_unknown_repository_is_a_config_error(rsps):
-    rsps.add("GET", f"{API}/repos/nobody/nothing/issues?state=all&per_page=100", status=404,
+    rsps.add("GET", f"{API}/repos/nobody/nothing", status=404,
              json={"message": "Not Found", "documentation_url": "https://docs.github.com/rest"})
     with pytest.raises(SourceError) as info:
         list(make(repositories=["nobody/nothing"]).generate_entities({}))
@@ -137,7 +172,7 @@ def test_a_429_with_retry_after_is_retried(rsps):
              json={"message": "API rate limit exceeded", "documentation_url": "https://docs.github.com/rest"})
     rsps.add("GET", url, json=[recorded_body("Issue_comments", 0)])
     entities = list(make(include_comments=False).generate_entities({}))
-    assert len(entities) == 1 and len(rsps.calls) == 2
+    assert len(entities) == 1 and [c.request.url for c in rsps.calls].count(url) == 2
 
 
 def test_bad_credentials_mark_the_connection_needs_reauth(rsps, make_collection):
@@ -157,6 +192,98 @@ def test_an_issue_gone_from_a_full_listing_is_deleted(rsps, make_collection):
     connection = _connection(make_collection)
     assert (_run(connection).entities_inserted) == 2
     rsps.reset()
+    add_repository(rsps, "betamaxpy/betamax")
     rsps.add("GET", url, json=issues[:1])
     job = _run(connection, force_full_sync=True)
     assert (job.status, job.entities_deleted, job.entities_kept) == ("completed", 1, 1)
+
+
+# --- access control: a private repository's collaborators and (nested) teams --------------------------------
+
+def _issue_of(full_name: str, number: int, title: str, comments: int = 0) -> dict:
+    issue = recorded_body("Issue_comments", 0)
+    url = f"{API}/repos/{full_name}/issues/{number}"
+    return {**issue, "id": 9000 + number, "number": number, "title": title, "comments": comments,
+            "body": f"{title}: the status of the work so far.", "url": url, "comments_url": f"{url}/comments",
+            "html_url": f"https://github.com/{full_name}/issues/{number}",
+            "repository_url": f"{API}/repos/{full_name}"}
+
+
+def install_acl_fake(rsps):
+    """acme/roadmap is private: collaborators alice (listed e-mail) and dave (no public e-mail), team platform
+    whose child team sre holds bob (public e-mail on his profile); acme/website is public."""
+    from tests.connectors.vendor_fake import VendorFake
+
+    fake = VendorFake(rsps, API)
+    page = {"per_page": "100"}
+    fake.route("GET", "/repos/acme/roadmap", reply=repository("acme/roadmap", private=True))
+    fake.route("GET", "/repos/acme/website", reply=repository("acme/website"))
+    fake.route("GET", "/repos/acme/roadmap/collaborators", query={"affiliation": "all", **page}, reply=[
+        {**simple_user("alice", 11, "Alice@Example.com"), "role_name": "admin"},
+        {**simple_user("dave", 14), "role_name": "write"}])
+    fake.route("GET", "/users/dave", reply={**simple_user("dave", 14), "name": "Dave", "email": None})
+    fake.route("GET", "/users/bob", reply={**simple_user("bob", 12), "name": "Bob", "email": "bob@example.com"})
+    fake.route("GET", "/repos/acme/roadmap/teams", query=page, reply=[team("platform", 31)])
+    fake.route("GET", "/orgs/acme/teams/platform/members", query=page, reply=[])
+    fake.route("GET", "/orgs/acme/teams/platform/teams", query=page, reply=[team("sre", 32, team("platform", 31))])
+    fake.route("GET", "/orgs/acme/teams/sre/members", query=page, reply=[simple_user("bob", 12)])
+    fake.route("GET", "/orgs/acme/teams/sre/teams", query=page, reply=[])
+    listing = {"state": "all", **page}
+    fake.route("GET", "/repos/acme/roadmap/issues", query=listing, reply=[
+        _issue_of("acme/roadmap", 1, "Pricing page relaunch", comments=1), _issue_of("acme/roadmap", 2, "Q3 hiring plan")])
+    comment = recorded_body("Issue_comments", 1)[0]
+    fake.route("GET", "/repos/acme/roadmap/issues/1/comments", query=page, reply=[
+        {**comment, "id": 501, "body": "The status: design is done, copy is in review.",
+         "html_url": "https://github.com/acme/roadmap/issues/1#issuecomment-501"}])
+    fake.route("GET", "/repos/acme/website/issues", query=listing, reply=[
+        _issue_of("acme/website", 3, "Broken link on the status page")])
+    return fake
+
+
+ROADMAP = {"acme/roadmap#1", "acme/roadmap#1/comment/501", "acme/roadmap#2"}
+
+
+def acl_world(rsps):
+    """The access world of tests/access/test_source_matrix.py (see install_acl_fake)."""
+    from tests.access.test_source_matrix import AclWorld
+
+    install_acl_fake(rsps)
+    everything = ROADMAP | {"acme/website#3"}
+    return AclWorld(short_name="github", credentials={"personal_access_token": "ghp_test"},
+                    config={"repositories": ["acme/roadmap", "acme/website"]},
+                    visible={"alice": everything, "bob": everything, "carol": everything - ROADMAP},
+                    everything=everything)
+
+
+def test_a_private_repository_is_visible_to_its_collaborators_and_nested_teams():
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as mock:
+        fake = install_acl_fake(mock)
+        source = make(repositories=["acme/roadmap", "acme/website"])
+        memberships = {(m.group_id, m.member) for m in source.generate_access_memberships()}
+        entities = {e.entity_id: e for e in source.generate_entities({})}
+        fake.verify()
+    assert memberships == {("repo:acme/roadmap", "user:alice@example.com"),
+                           ("repo:acme/roadmap", "group:team:acme/platform"),
+                           ("team:acme/platform", "group:team:acme/sre"), ("team:acme/sre", "user:bob@example.com")}
+    assert set(entities) == ROADMAP | {"acme/website#3"}
+    for entity_id in ROADMAP:
+        assert (entities[entity_id].access_viewers, entities[entity_id].access_is_public) == \
+            (["group:repo:acme/roadmap"], False)
+    assert entities["acme/website#3"].access_is_public and not entities["acme/website#3"].access_viewers
+
+
+def test_a_token_that_cannot_list_collaborators_fails_with_a_config_error(rsps):
+    add_repository(rsps, "acme/roadmap", private=True)
+    rsps.add("GET", f"{API}/repos/acme/roadmap/collaborators?affiliation=all&per_page=100", status=403,
+             json={"message": "Must have push access to view repository collaborators.",
+                   "documentation_url": "https://docs.github.com/rest/collaborators/collaborators"})
+    with pytest.raises(SourceError) as info:
+        make(repositories=["acme/roadmap"]).generate_access_memberships()
+    assert info.value.category == "config_error" and "push access" in str(info.value)
+
+
+def test_internal_repositories_are_open_to_the_organization(rsps):
+    add_repository(rsps, "acme/handbook", private=True, visibility="internal")
+    source = make(repositories=["acme/handbook"])
+    assert source.generate_access_memberships() == []
+    assert source._access("acme/handbook") == {"access_viewers": [], "access_is_public": True}

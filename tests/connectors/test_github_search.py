@@ -4,6 +4,7 @@ results merged into pipeline search results, and a failing GitHub giving partial
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import responses
@@ -14,6 +15,7 @@ from connectors.sources.github import GitHubSource, search_text
 from search.pipeline import PipelineRequest, search_prepare, search_run
 from tests.conftest import SHARED_DATA
 from tests.connectors.recorded import load_recorded
+from tests.connectors.test_github import repository
 
 SEARCH = load_recorded(SHARED_DATA / "github_api" / "extracted" / "GitHub_search_issues.json")[0]["response"]["body"]
 SEARCH = json.loads(SEARCH) if isinstance(SEARCH, str) else SEARCH
@@ -24,7 +26,11 @@ QUALIFIERS = "repo:Shaffrey/demo-issues repo:sigmavirus24/github3.py"
 
 @pytest.fixture
 def rsps():
-    with responses.RequestsMock() as mock:
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as mock:
+        # A hit's access is its repository's: every repository of the recorded hits is public.
+        mock.add_callback("GET", re.compile(r"https://api\.github\.com/repos/[^/]+/[^/]+"), callback=lambda request: (
+            200, {"Content-Type": "application/json"},
+            json.dumps(repository(request.url.split("/repos/", 1)[1].split("?")[0]))))
         yield mock
 
 
@@ -45,6 +51,7 @@ def test_search_sends_the_query_scoped_to_the_repositories_and_shapes_pipeline_r
     assert first["source_fields"]["github_score"] == SEARCH["items"][0]["score"]
     assert first["textual_representation"].startswith("# GitHub integration images")
     assert rsps.calls[0].request.headers["Authorization"] == "Bearer ghp_test"
+    assert all(r["access"] == {"viewers": [], "is_public": True} for r in results)
     assert list(source.generate_entities({})) == [] and source.is_full_listing()  # nothing is synced
 
 

@@ -41,13 +41,17 @@ LIST = {"scope": "all", "order_by": "updated_at", "sort": "asc", "per_page": "10
 
 @pytest.fixture
 def rsps():
-    with responses.RequestsMock() as mock:
+    # Not every test reads the members that add_full answers (only syncs list memberships).
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as mock:
         yield mock
 
 
 def add_full(rsps, *, since=None, issues=None, mrs=None, files=True, notes=True):
-    """The full listing: project, two Link pages of issues, merge requests, notes, branch, tree and raw files."""
+    """The full listing: project, its members, two Link pages of issues, merge requests, notes, branch, tree and
+    raw files."""
     rsps.add("GET", f"{API}/projects/acme-platform%2Fci-runner", json=load("project"))
+    rsps.add("GET", f"{P}/members/all", json=load("members_all"), match=[query_param_matcher({"per_page": "100"})])
+    rsps.add("GET", f"{API}/users/4102", json=load("user_4102"))
     query = {**LIST, **({"updated_after": since} if since else {})}
     if issues is None:
         rsps.add("GET", f"{P}/issues", json=load("issues_page_1"), match=[query_param_matcher(query)],
@@ -186,3 +190,62 @@ def test_a_self_hosted_instance_is_used_and_project_paths_are_checked():
     assert source.base_url == "https://git.acme.example/api/v4"
     with pytest.raises(ValueError, match="group/project"):
         GitLabSource.validate_config({"projects": ["just-a-name"]})
+
+
+# --- access control ----------------------------------------------------------------------------------
+
+
+def test_a_private_projects_items_are_visible_to_its_members_code_and_merge_requests_to_reporters(rsps):
+    add_full(rsps)
+    source = make()
+    memberships = {(m.group_id, m.member) for m in source.generate_access_memberships()}
+    assert memberships == {(f"project:{PATH}", "user:alice@example.com"),
+                           (f"project:{PATH}:reporter", "user:alice@example.com"),
+                           (f"project:{PATH}", "user:bob@example.com")}  # bob is a Guest; erin is blocked
+    entities = list(source.generate_entities({}))
+    by_type = {}
+    for e in entities:
+        by_type.setdefault(type(e), set()).add((tuple(e.access_viewers), e.access_is_public))
+    members, reporters = ((f"group:project:{PATH}",), False), ((f"group:project:{PATH}:reporter",), False)
+    assert by_type[GitLabProjectEntity] == {members} and by_type[GitLabIssueEntity] == {members}
+    assert by_type[GitLabMergeRequestEntity] == {reporters} and by_type[GitLabFileEntity] == {reporters}
+    assert by_type[GitLabNoteEntity] == {members}  # the notes of issue 41 follow it
+
+
+@pytest.mark.parametrize("visibility, levels, confidential, expected", [
+    ("public", {}, False, (True, None)),
+    ("internal", {}, False, (True, None)),
+    ("public", {}, True, (False, "reporter")),
+    ("public", {"issues_access_level": "private"}, False, (False, "members")),
+    ("private", {"issues_access_level": "enabled"}, False, (False, "members")),
+])
+def test_issue_access_follows_visibility_feature_levels_and_confidentiality(visibility, levels, confidential,
+                                                                            expected):
+    access = GitLabSource._access({"visibility": visibility, **levels}, "g/p", "issues", reporter=confidential)
+    public, group = expected
+    assert access["access_is_public"] is public
+    assert access["access_viewers"] == ([] if group is None else
+                                        ["group:project:g/p" + (":reporter" if group == "reporter" else "")])
+
+
+def test_a_public_projects_repository_limited_to_members_is_for_reporters():
+    project = {"visibility": "public", "repository_access_level": "private", "merge_requests_access_level": "enabled"}
+    assert GitLabSource._access(project, "g/p", "repository", reporter=True) == {
+        "access_viewers": ["group:project:g/p:reporter"], "access_is_public": False}
+    assert GitLabSource._access(project, "g/p", "merge_requests", reporter=True)["access_is_public"]
+
+
+def acl_world(rsps):
+    """The access world of tests/access/test_source_matrix.py: the private project of add_full (notes and
+    files left out), alice a Maintainer, bob a Guest (issues only), carol not a member."""
+    from tests.access.test_source_matrix import AclWorld
+
+    add_full(rsps, files=False)
+    source = make(include_files=False)
+    entities = list(source.generate_entities({}))
+    everything = {e.entity_id for e in entities}
+    guests = {e.entity_id for e in entities if e.access_viewers == [f"group:project:{PATH}"]}
+    assert guests and guests != everything
+    return AclWorld(short_name="gitlab", credentials={"private_token": "glpat-test"},
+                    config={"projects": [PATH], "include_files": False},
+                    visible={"alice": everything, "bob": guests, "carol": set()}, everything=everything)

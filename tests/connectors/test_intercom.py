@@ -108,11 +108,13 @@ def test_a_refused_token_marks_the_connection_needs_reauth(rsps, make_collection
 def test_sync_search_then_an_incremental_run_and_a_deleted_article(rsps, make_collection, client):
     connection = connect(make_collection(), "intercom", CREDENTIALS)
     add_full_listing(rsps)
+    rsps.add("GET", f"{API}/admins", json=f("admins"))
     job = run_sync(connection)
     assert (job.status, job.entities_inserted) == ("completed", 6)
     assert search_ids(client, "refund the duplicate charge", limit=1) == ["conversation:1911149811"]
 
     rsps.reset()
+    rsps.add("GET", f"{API}/admins", json=f("admins"))
     rsps.add("GET", f"{API}/me", json=f("me"))
     changed = f("conversation_1911149811")
     changed["updated_at"] = 1714600000
@@ -148,3 +150,51 @@ def test_a_full_listing_comes_back_after_full_sync_days(rsps):
     source = make(include_contacts=False, include_articles=False, full_sync_days=7)
     list(source.generate_entities(recent))
     assert not source.is_full_listing() and source.next_cursor()["full_at"] == recent["full_at"]
+
+
+# --- access control -------------------------------------------------------------------------------
+
+
+def test_teammates_see_everything_customers_their_own_conversations_without_internal_notes(rsps):
+    add_full_listing(rsps)
+    rsps.add("GET", f"{API}/admins", json=f("admins"))
+    source = make()
+    assert {(m.group_id, m.member) for m in source.generate_access_memberships()} == {
+        ("admins", "user:marta@brightdesk.example"), ("admins", "user:alice@example.com")}
+    entities = {e.entity_id: e for e in source.generate_entities({})}
+    assert entities["conversation:1911149811"].access_viewers == ["group:admins"]  # it holds an internal note
+    for conversation in ("conversation:1911149812", "conversation:1911149813"):
+        assert entities[conversation].access_viewers == ["group:admins", "user:priya@lumen.example"]
+    assert entities["contact:6643703ffae7834d1792fd30"].access_viewers == ["group:admins"]
+    assert all(entities[a].access_is_public for a in ("article:9207421", "article:9207422"))
+
+
+def test_draft_articles_are_for_teammates(rsps):
+    articles = f("articles")
+    articles["data"][1]["state"] = "draft"
+    rsps.add("GET", f"{API}/me", json=f("me"))
+    rsps.add("POST", f"{API}/conversations/search", json={**f("conversations_page2"), "conversations": []})
+    rsps.add("GET", f"{API}/articles", json=articles)
+    entities = {e.entity_id: e for e in make(include_contacts=False).generate_entities({})}
+    assert (entities["article:9207422"].access_viewers, entities["article:9207422"].access_is_public) == \
+        (["group:admins"], False)
+
+
+def acl_world(rsps):
+    """The access world of tests/access/test_source_matrix.py: alice is a teammate; bob is the customer of
+    conversation 1911149813; carol is nobody in Intercom."""
+    from tests.access.test_source_matrix import AclWorld
+
+    add_full_listing(rsps)
+    rsps.add("GET", f"{API}/admins", json=f("admins"))
+    bobs = f("conversation_1911149813")
+    bobs["source"]["author"] = {**bobs["source"]["author"], "id": "7a1b2c3d4e5f60718293a4b5", "name": "Bob",
+                                "email": "bob@example.com"}
+    bobs["contacts"]["contacts"] = [{"type": "contact", "id": "7a1b2c3d4e5f60718293a4b5", "external_id": "u-81"}]
+    rsps.replace("GET", f"{API}/conversations/1911149813", match=[query(display_as="plaintext")], json=bobs)
+    everything = {"article:9207421", "article:9207422", "contact:6643703ffae7834d1792fd30",
+                  "conversation:1911149811", "conversation:1911149812", "conversation:1911149813"}
+    articles = {"article:9207421", "article:9207422"}
+    return AclWorld(short_name="intercom", credentials=dict(CREDENTIALS), config={},
+                    visible={"alice": everything, "bob": articles | {"conversation:1911149813"}, "carol": articles},
+                    everything=everything)

@@ -47,6 +47,55 @@ def listing(issues_1=None, issues_2=None):
             ("IssueComments", "5c8e9f10-3b4c-4d5e-9f00-1b2c3d4e5f60"): load("issue_comments_page_2")}
 
 
+OPS = {"id": "4d2f9a10-6b7c-4e8d-9f01-a2b3c4d5e6f7", "key": "OPS", "name": "Operations",
+       "description": "On-call, incidents and vendor contracts.", "private": True,
+       "createdAt": "2023-07-10T08:00:00.000Z", "updatedAt": "2024-06-01T09:00:00.000Z"}
+OPS_ISSUE, OPS_COMMENT = "e7f8a9b0-1c2d-4e3f-8a4b-5c6d7e8f9a0b", "f0e1d2c3-b4a5-4968-8776-655443322110"
+
+
+def _page_of(key, nodes, end=None):
+    return {"data": {key: {"nodes": nodes, "pageInfo": {"hasNextPage": bool(end), "endCursor": end}}}}
+
+
+def acl_answers():
+    """The listing with a second, private team OPS (members alice over two pages, then dave) and one
+    OPS issue with a comment; ENG stays public."""
+    answers = listing()
+    teams = load("teams")
+    teams["data"]["teams"]["nodes"].append(OPS)
+    answers[("Teams", None)] = teams
+    issue = copy.deepcopy(load("issues_page_2")["data"]["issues"]["nodes"][0])
+    issue.update(id=OPS_ISSUE, identifier="OPS-7", title="Renew the status page vendor contract",
+                 url="https://linear.app/acme/issue/OPS-7/renew-the-status-page-vendor-contract",
+                 team={k: OPS[k] for k in ("id", "key", "name", "private")}, project=None)
+    issue["comments"] = {"nodes": [{"id": OPS_COMMENT, "body": "Status: legal is reviewing the work order.",
+                                    "url": issue["url"] + "#comment-f0e1d2c3", "createdAt": "2024-06-03T09:00:00.000Z",
+                                    "updatedAt": "2024-06-03T09:00:00.000Z",
+                                    "user": {"name": "Alice", "email": "alice@example.com"}}],
+                         "pageInfo": {"hasNextPage": False, "endCursor": None}}
+    second = answers[("Issues", load("issues_page_1")["data"]["issues"]["pageInfo"]["endCursor"])]
+    second = copy.deepcopy(second)
+    second["data"]["issues"]["nodes"].append(issue)
+    answers[("Issues", load("issues_page_1")["data"]["issues"]["pageInfo"]["endCursor"])] = second
+    answers[("TeamMembers", None)] = {"data": {"team": _page_of("members", [{"email": "Alice@Example.com"}],
+                                                                "cursor-2")["data"]}}
+    answers[("TeamMembers", "cursor-2")] = {"data": {"team": _page_of("members", [{"email": "dave@example.com"}])["data"]}}
+    return answers
+
+
+def acl_world(rsps):
+    """The access world of tests/access/test_source_matrix.py: ENG is public, OPS private to alice and dave."""
+    from tests.access.test_source_matrix import AclWorld
+
+    GraphQL(rsps, acl_answers())
+    everything = {e.entity_id for e in make().generate_entities({})}
+    hidden = {OPS["id"], OPS_ISSUE, OPS_COMMENT}
+    assert hidden <= everything
+    return AclWorld(short_name="linear", credentials={"api_key": "lin_api_test"}, config={},
+                    visible={"alice": everything, "bob": everything - hidden, "carol": everything - hidden},
+                    everything=everything)
+
+
 @pytest.fixture
 def rsps():
     with responses.RequestsMock() as mock:
@@ -179,3 +228,25 @@ def test_the_fake_refuses_a_filter_of_the_wrong_shape(rsps):
     with pytest.raises(AssertionError):
         source.graphql(linear.ISSUES, {"after": None, "filter": {"updated_at": {"gte": "2024-06-01"}}})
     assert "IssueFilter" in api.refused[-1] and "updated_at" in api.refused[-1]
+
+
+def test_private_teams_are_visible_to_their_members_and_public_teams_to_everyone(rsps):
+    api = GraphQL(rsps, acl_answers())
+    source = make()
+    assert {(m.group_id, m.member) for m in source.generate_access_memberships()} == {
+        (f"team:{OPS['id']}", "user:alice@example.com"), (f"team:{OPS['id']}", "user:dave@example.com")}
+    assert [v for op, v in api.seen if op == "TeamMembers"] == [{"id": OPS["id"], "after": None},
+                                                                 {"id": OPS["id"], "after": "cursor-2"}]
+    entities = {e.entity_id: e for e in source.generate_entities({})}
+    for entity_id in (OPS["id"], OPS_ISSUE, OPS_COMMENT):
+        assert (entities[entity_id].access_viewers, entities[entity_id].access_is_public) == \
+            ([f"group:team:{OPS['id']}"], False)
+    opened = [e for e in entities.values() if e.entity_id not in (OPS["id"], OPS_ISSUE, OPS_COMMENT)]
+    assert len(opened) == 8 and all(e.access_is_public and not e.access_viewers for e in opened)
+
+
+def test_a_project_of_private_teams_only_is_visible_to_their_members():
+    assert LinearSource._access([{"id": "a", "private": True}, {"id": "b", "private": True}]) == {
+        "access_viewers": ["group:team:a", "group:team:b"], "access_is_public": False}
+    assert LinearSource._access([{"id": "a", "private": True}, {"id": "b", "private": False}])["access_is_public"]
+    assert LinearSource._access([]) == {"access_viewers": [], "access_is_public": False}

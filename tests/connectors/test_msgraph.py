@@ -5,6 +5,7 @@ files downloaded through the pipeline's converters, and searches over the synced
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 from urllib.parse import parse_qs
@@ -39,7 +40,8 @@ def _no_budget(monkeypatch):
 
 @pytest.fixture
 def rsps():
-    with responses.RequestsMock() as mock:
+    # Not every run reads every route a round registers (the groups and permissions of files left unchanged).
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as mock:
         yield mock
 
 
@@ -72,12 +74,63 @@ def _content(rsps, item_id: str, body: bytes, drive: str = DRIVE):
     rsps.add("GET", download, body=body, content_type="application/octet-stream")
 
 
+MEGAN = {"displayName": "Megan Bowen", "email": "MeganB@contoso.com", "id": "48d31887-5fad-4d73-a9f5-3c356e68a038"}
+OWNER = {"id": "aTowIy5mfG1lbWJlcnNoaXB8bWVnYW5iQGNvbnRvc28uY29t", "roles": ["owner"], "shareId": "s!owner",
+         "grantedToV2": {"user": MEGAN, "siteUser": {"displayName": "Megan Bowen", "email": "MeganB@contoso.com",
+                                                     "id": "11", "loginName": "i:0#.f|membership|meganb@contoso.com"}},
+         "grantedTo": {"user": MEGAN}}
+
+
+def permission(permission_id: str, roles=("read",), *, user=None, group=None, site_group=None, link=None,
+               identities=(), inherited=None) -> dict:
+    """A Graph `permission` resource as `GET /drives/{d}/items/{i}/permissions` lists it."""
+    out = {"id": permission_id, "roles": list(roles)}
+    granted = {}
+    if user:
+        granted["user"] = user
+    if group:
+        granted["group"] = group
+    if site_group:
+        granted["siteGroup"] = site_group
+    if granted:
+        out["grantedToV2"] = granted
+    if link:
+        out.update(link={"scope": link, "type": "view", "webUrl": f"https://contoso.sharepoint.com/:w:/s/{permission_id}",
+                         "preventsDownload": False}, hasPassword=False, shareId=f"s!{permission_id}",
+                   grantedToIdentitiesV2=[{"user": i} for i in identities])
+    if inherited:
+        out["inheritedFrom"] = inherited
+    return out
+
+
+def serve_permissions(rsps, permissions: dict | None = None, groups: dict | None = None):
+    """Every item's permissions (`permissions` {item id: [...]}, else the owner only) and the tenant's groups
+    (`groups` {group: (display name, [members])}, none by default)."""
+    permissions, groups = permissions or {}, groups or {}
+
+    def answer(request):
+        item_id = re.search(r"/items/([^/]+)/permissions", request.url).group(1)
+        return 200, {"Content-Type": "application/json"}, json.dumps(
+            {"@odata.context": "https://graph.microsoft.com/v1.0/$metadata#Collection(permission)",
+             "value": permissions.get(item_id, [OWNER])})
+
+    rsps.add_callback("GET", re.compile(rf"{re.escape(GRAPH)}/drives/[^/]+/items/[^/]+/permissions"), callback=answer)
+    rsps.add("GET", f"{GRAPH}/groups?%24select=id%2CdisplayName", json={
+        "@odata.context": "https://graph.microsoft.com/v1.0/$metadata#groups(id,displayName)",
+        "value": [{"id": g, "displayName": name} for g, (name, _) in groups.items()]})
+    for group_id, (_, members) in groups.items():
+        rsps.add("GET", f"{GRAPH}/groups/{group_id}/members?%24select=id%2Cmail%2CuserPrincipalName", json={
+            "@odata.context": "https://graph.microsoft.com/v1.0/$metadata#directoryObjects(id,mail,userPrincipalName)",
+            "value": members})
+
+
 def _leave_policy() -> bytes:
     page = next(p for p in sorted(HANDBOOK.rglob("*.md")) if "leave" in p.name.lower())
     return page.read_bytes()
 
 
-def onedrive_first_round(rsps, *, throttle=False):
+def onedrive_first_round(rsps, *, throttle=False, permissions=None, groups=None):
+    serve_permissions(rsps, permissions, groups)
     rsps.add("GET", f"{GRAPH}/me/drive?%24select=id%2Cname%2CwebUrl", json=fixture("onedrive/drive.json"))
     rsps.add("GET", f"{GRAPH}/drives/{DRIVE}/root/delta", json=fixture("onedrive/delta_page_1.json"))
     page_1 = fixture("onedrive/delta_page_1.json")
@@ -122,6 +175,7 @@ def test_onedrive_next_run_follows_the_delta_link_updates_and_deletes(rsps, make
     assert run(connection).entities_inserted == 3
     rsps.reset()
 
+    serve_permissions(rsps)
     rsps.add("GET", f"{GRAPH}/me/drive?%24select=id%2Cname%2CwebUrl", json=fixture("onedrive/drive.json"))
     rsps.add("GET", fixture("onedrive/delta_page_2.json")["@odata.deltaLink"],
              json=fixture("onedrive/delta_incremental.json"))
@@ -141,6 +195,7 @@ def test_onedrive_expired_delta_link_starts_a_full_round(rsps, make_collection):
     connection = connect(make_collection(), "onedrive")
     run(connection)
     rsps.reset()
+    serve_permissions(rsps)
     rsps.add("GET", f"{GRAPH}/me/drive?%24select=id%2Cname%2CwebUrl", json=fixture("onedrive/drive.json"))
     rsps.add("GET", fixture("onedrive/delta_page_2.json")["@odata.deltaLink"], status=410,
              json=fixture("onedrive/delta_gone.json"))
@@ -159,7 +214,8 @@ def test_onedrive_expired_delta_link_starts_a_full_round(rsps, make_collection):
 SP = {"sites": fixture("sharepoint/sites_page_1.json"), "drives": fixture("sharepoint/drives_mark8.json")}
 
 
-def sharepoint_first_round(rsps):
+def sharepoint_first_round(rsps, permissions=None, groups=None):
+    serve_permissions(rsps, permissions, groups)
     site = SP["sites"]["value"][0]
     rsps.add("GET", f"{GRAPH}/sites?search=%2A&%24select=id%2CdisplayName%2Cname%2CwebUrl", json=SP["sites"])
     rsps.add("GET", SP["sites"]["@odata.nextLink"], json=fixture("sharepoint/sites_page_2.json"))
@@ -189,6 +245,7 @@ def test_sharepoint_sites_drives_and_items_then_a_deletion(rsps, make_collection
     assert r.json()["results"][0]["airweave_system_metadata"]["original_entity_id"] == items["launch-checklist.txt"]
 
     rsps.reset()
+    serve_permissions(rsps)
     rsps.add("GET", f"{GRAPH}/sites?search=%2A&%24select=id%2CdisplayName%2Cname%2CwebUrl",
              json={**SP["sites"], "@odata.nextLink": None})
     site = SP["sites"]["value"][0]
@@ -306,9 +363,86 @@ def test_an_expired_token_is_refreshed_and_the_rotated_refresh_token_saved(short
 
 
 def test_a_refused_token_marks_the_connection_needs_reauth(rsps, make_collection):
-    rsps.add("GET", f"{GRAPH}/me/drive?%24select=id%2Cname%2CwebUrl", status=401, json={"error": {
-        "code": "InvalidAuthenticationToken", "message": "Access token has expired or is not yet valid."}})
+    for url in (f"{GRAPH}/groups?%24select=id%2CdisplayName", f"{GRAPH}/me/drive?%24select=id%2Cname%2CwebUrl"):
+        rsps.add("GET", url, status=401, json={"error": {
+            "code": "InvalidAuthenticationToken", "message": "Access token has expired or is not yet valid."}})
     connection = connect(make_collection(), "onedrive")
     job = run(connection)
     connection.refresh_from_db()
     assert (job.status, connection.status) == ("failed", "needs_reauth")
+
+
+# --- access control: OneDrive and SharePoint item permissions and Entra groups ---------------------------------
+
+ALICE = {"displayName": "Alice Example", "email": "Alice@Example.com", "id": "a1a1a1a1-0000-4000-8000-000000000001"}
+BOB = {"@odata.type": "#microsoft.graph.user", "id": "b2b2b2b2-0000-4000-8000-000000000002", "mail": None,
+       "userPrincipalName": "bob@example.com"}
+TEAM = "5d4c4ac4-0ec8-45b3-9ac6-2e01f3b50a7c"  # Mark 8 Project Team, holds the Launch crew group
+CREW = "7e8f9a0b-1c2d-4e3f-8a4b-5c6d7e8f9a0b"  # Launch crew, holds bob
+
+
+def onedrive_acl(rsps):
+    """word_sample.docx shared with alice; leave-policy.md with the Mark 8 Project Team group (whose nested
+    Launch crew holds bob) and the Visitors site group; old-notes.txt behind an organization link."""
+    items = {i["name"]: i["id"] for p in ("delta_page_1", "delta_page_2") for i in fixture(f"onedrive/{p}.json")["value"]}
+    onedrive_first_round(rsps, permissions={
+        items["word_sample.docx"]: [OWNER, permission("aTow", ["write"], user=ALICE)],
+        items["leave-policy.md"]: [OWNER, permission("aTox", group={"displayName": "Mark 8 Project Team", "id": TEAM,
+                                                                   "email": "Mark8ProjectTeam@contoso.com"},
+                                                     inherited={"driveId": DRIVE, "id": "01BYE5RZ2", "path": "/"}),
+                                   permission("aToy", site_group={"displayName": "Visitors", "id": "5",
+                                                                  "loginName": "Visitors"})],
+        items["old-notes.txt"]: [OWNER, permission("aToz", link="organization")],
+    }, groups={TEAM: ("Mark 8 Project Team", [{"@odata.type": "#microsoft.graph.group", "id": CREW, "mail": None,
+                                               "userPrincipalName": None}]),
+               CREW: ("Launch crew", [BOB])})
+    return items
+
+
+def test_onedrive_files_carry_their_permissions_and_groups_are_listed_nested():
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as mock:
+        items = onedrive_acl(mock)
+        source = OneDriveSource({}, {"access_token": "eyJ0eXAiOiJKV1QiLCJub25jZSI6Ik1pY3Jvc29mdA"})
+        memberships = {(m.group_id, m.member) for m in source.generate_access_memberships()}
+        entities = {e.entity_id: e for e in source.generate_entities({})}
+        asked = [c.request.url for c in mock.calls if "/permissions" in c.request.url]
+    assert memberships == {(TEAM, f"group:{CREW}"), (CREW, "user:bob@example.com")}
+    assert entities[items["word_sample.docx"]].access_viewers == ["user:alice@example.com", "user:meganb@contoso.com"]
+    assert entities[items["leave-policy.md"]].access_viewers == [f"group:{TEAM}", "user:meganb@contoso.com"]
+    notes = entities[items["old-notes.txt"]]
+    assert notes.access_is_public and notes.access_viewers == ["user:meganb@contoso.com"]
+    assert not any(items["scan-archive.pdf"] in url for url in asked)  # too large to index: not asked
+
+
+def test_without_the_right_to_list_groups_no_group_member_is_mirrored(rsps):
+    rsps.add("GET", f"{GRAPH}/groups?%24select=id%2CdisplayName", status=403, json={"error": {
+        "code": "Authorization_RequestDenied", "message": "Insufficient privileges to complete the operation."}})
+    assert OneDriveSource({}, {"access_token": "eyJ0eXAiOiJKV1QiLCJub25jZSI6Ik1pY3Jvc29mdA"}
+                          ).generate_access_memberships() == []
+
+
+def onedrive_world(rsps):
+    """The access world of tests/access/test_source_matrix.py for OneDrive (see onedrive_acl)."""
+    from tests.access.test_source_matrix import AclWorld
+
+    items = onedrive_acl(rsps)
+    docx, policy, notes = items["word_sample.docx"], items["leave-policy.md"], items["old-notes.txt"]
+    return AclWorld(short_name="onedrive", credentials={"access_token": "eyJ0eXAiOiJKV1QiLCJub25jZSI6Ik1pY3Jvc29mdA"},
+                    config={}, visible={"alice": {docx, notes}, "bob": {policy, notes}, "carol": {notes}},
+                    everything={docx, policy, notes})
+
+
+def sharepoint_world(rsps):
+    """The access world of tests/access/test_source_matrix.py for SharePoint: the checklist for the Launch crew
+    (bob), the tables document for alice."""
+    from tests.access.test_source_matrix import AclWorld
+
+    items = {i["name"]: i["id"] for i in fixture("sharepoint/delta.json")["value"]}
+    tables, checklist = items["word_tables.docx"], items["launch-checklist.txt"]
+    sharepoint_first_round(rsps, permissions={
+        tables: [permission("aTo1", user=ALICE)],
+        checklist: [permission("aTo2", group={"displayName": "Launch crew", "id": CREW})],
+    }, groups={CREW: ("Launch crew", [BOB])})
+    return AclWorld(short_name="sharepoint", credentials={"access_token": "eyJ0eXAiOiJKV1QiLCJub25jZSI6Ik1pY3Jvc29mdA"},
+                    config={}, visible={"alice": {tables}, "bob": {checklist}, "carol": set()},
+                    everything={tables, checklist})

@@ -58,6 +58,49 @@ def add_full_listing(rsps):
     rsps.add("GET", QUERY, match=soql("FROM Case "), json=f("cases"))
 
 
+def records(sobject: str, rows: list[dict]) -> dict:
+    """A SOQL query answer (`totalSize`, `done`, `records` with their `attributes`)."""
+    return {"totalSize": len(rows), "done": True, "records": [
+        {"attributes": {"type": sobject, **({"url": f"/services/data/v60.0/sobjects/{sobject}/{r['Id']}"}
+                                            if "Id" in r else {})}, **r} for r in rows]}
+
+
+ALICE, BOB, CAROL, DAVE = "005Dn000003kZ4PIAU", "005Dn000003kZ4QIAU", "005Dn000003kZ4RIAU", "005Dn000003kZ4SIAU"
+SALES, VP_GROUP, REP_GROUP = "00GDn000001SaleAAA", "00GDn000002VpSuAAA", "00GDn000003RepSAAA"
+VP, REP = "00EDn000000VpRoAAA", "00EDn000000RepRAAA"
+
+
+def add_sharing(rsps):
+    """Accounts and opportunities private, contacts controlled by their account, cases public read; account
+    Burlington shared with the public group Sales, which holds the VP role-and-subordinates group (carol is VP;
+    the Rep role below it is empty); dave may view all data. Users: alice, bob, carol, dave (active)."""
+    rsps.add("GET", QUERY, match=soql("FROM Organization"), json=records("Organization", [{
+        "DefaultAccountAccess": "None", "DefaultContactAccess": "ControlledByParent",
+        "DefaultOpportunityAccess": "None", "DefaultCaseAccess": "Read"}]))
+    rsps.add("GET", QUERY, match=soql("FROM User WHERE IsActive = true"), json=records("User", [
+        {"Id": ALICE, "Email": "Alice@Example.com", "UserRoleId": None},
+        {"Id": BOB, "Email": "bob@example.com", "UserRoleId": REP},
+        {"Id": CAROL, "Email": "carol@example.com", "UserRoleId": VP},
+        {"Id": DAVE, "Email": "dave@example.com", "UserRoleId": None}]))
+    rsps.add("GET", QUERY, match=soql("FROM AccountShare"), json=records("AccountShare", [
+        {"AccountId": "001Dn00000Xw1JqIAJ", "UserOrGroupId": ALICE},
+        {"AccountId": "001Dn00000Xw1JqIAJ", "UserOrGroupId": SALES},
+        {"AccountId": "001Dn00000Xw1JrIAJ", "UserOrGroupId": ALICE},
+        {"AccountId": "001Dn00000Xw1JsIAJ", "UserOrGroupId": BOB}]))
+    rsps.add("GET", QUERY, match=soql("FROM OpportunityShare"), json=records("OpportunityShare", [
+        {"OpportunityId": "006Dn00000C3bFxIAJ", "UserOrGroupId": ALICE}]))
+    rsps.add("GET", QUERY, match=soql("FROM GroupMember"), json=records("GroupMember", [
+        {"GroupId": SALES, "UserOrGroupId": VP_GROUP}]))
+    rsps.add("GET", QUERY, match=soql("FROM UserRole"), json=records("UserRole", [
+        {"Id": VP, "ParentRoleId": None}, {"Id": REP, "ParentRoleId": VP}]))
+    rsps.add("GET", QUERY, match=soql("FROM Group"), json=records("Group", [
+        {"Id": SALES, "Type": "Regular", "RelatedId": None},
+        {"Id": VP_GROUP, "Type": "RoleAndSubordinates", "RelatedId": VP},
+        {"Id": REP_GROUP, "Type": "RoleAndSubordinates", "RelatedId": REP}]))
+    rsps.add("GET", QUERY, match=soql("FROM PermissionSetAssignment"), json=records("PermissionSetAssignment", [
+        {"AssigneeId": DAVE}]))
+
+
 def make(**config):
     return SalesforceSource(SalesforceSource.validate_config(config), dict(CREDENTIALS))
 
@@ -125,11 +168,13 @@ def test_an_expired_session_is_refreshed_with_the_refresh_token(rsps, make_colle
 def test_sync_search_then_an_incremental_run_with_deletions(rsps, make_collection, client):
     connection = connect(make_collection(), "salesforce", CREDENTIALS)
     add_full_listing(rsps)
+    add_sharing(rsps)
     job = run_sync(connection)
     assert (job.status, job.entities_inserted) == ("completed", 6)
     assert search_ids(client, "generator hum cooling fan bearing", limit=1) == ["500Dn000001GlUxIAK"]
 
     rsps.reset()
+    add_sharing(rsps)
     rsps.add("GET", QUERY, match=soql("FROM Account WHERE SystemModstamp >= 2024-04-25T10:00:00Z"),
              json=f("accounts_changed"))
     deleted = rsps.add("GET", f"{INSTANCE}/services/data/v60.0/sobjects/Account/deleted/",
@@ -169,3 +214,47 @@ def test_an_injected_token_needs_the_instance_url():
     with pytest.raises(ValueError, match="instance_url"):
         SalesforceSource.validate_config({"instance_url": "http://acme.my.salesforce.com/x"})
     assert SalesforceSource.validate_config({"instance_url": "https://acme.my.salesforce.com/"})["instance_url"] == INSTANCE
+
+
+# --- access control -------------------------------------------------------------------------------
+
+
+def test_owners_shares_groups_roles_and_org_wide_defaults_decide_who_sees_a_record():
+    with responses.RequestsMock(assert_all_requests_are_fired=True) as rsps:
+        add_full_listing(rsps)
+        add_sharing(rsps)
+        source = make()
+        memberships = {(m.group_id, m.member) for m in source.generate_access_memberships()}
+        entities = {e.entity_id: e for e in source.generate_entities({})}
+    assert memberships == {(SALES, f"group:{VP_GROUP}"), (VP_GROUP, "user:carol@example.com"),
+                           (VP_GROUP, f"group:{REP_GROUP}"), (REP_GROUP, "user:bob@example.com"),
+                           ("view_all", "user:dave@example.com")}
+    burlington = ["group:00GDn000001SaleAAA", "group:view_all", "user:alice@example.com"]
+    assert entities["001Dn00000Xw1JqIAJ"].access_viewers == burlington
+    assert entities["003Dn00000QmV2aIAF"].access_viewers == burlington  # its account's
+    assert entities["001Dn00000Xw1JsIAJ"].access_viewers == ["group:view_all", "user:bob@example.com"]
+    assert entities["006Dn00000C3bFxIAJ"].access_viewers == ["group:view_all", "user:alice@example.com"]
+    assert entities["500Dn000001GlUxIAK"].access_is_public  # cases: public read
+
+
+def test_records_listed_without_the_sharing_tables_are_closed(rsps):
+    rsps.add("GET", QUERY, json=f("cases"))
+    [case] = list(make(object_types=["Case"]).generate_entities({}))
+    assert (case.access_viewers, case.access_is_public) == ([], False)
+
+
+def acl_world(rsps):
+    """The access world of tests/access/test_source_matrix.py (see add_sharing): bob reaches Burlington through
+    the Rep role below the VP role-and-subordinates group in Sales."""
+    from tests.access.test_source_matrix import AclWorld
+
+    add_full_listing(rsps)
+    add_sharing(rsps)
+    everything = {"001Dn00000Xw1JqIAJ", "001Dn00000Xw1JrIAJ", "001Dn00000Xw1JsIAJ", "003Dn00000QmV2aIAF",
+                  "006Dn00000C3bFxIAJ", "500Dn000001GlUxIAK"}
+    burlington = {"001Dn00000Xw1JqIAJ", "003Dn00000QmV2aIAF"}
+    return AclWorld(short_name="salesforce", credentials=dict(CREDENTIALS), config={},
+                    visible={"alice": everything - {"001Dn00000Xw1JsIAJ"},
+                             "bob": burlington | {"001Dn00000Xw1JsIAJ", "500Dn000001GlUxIAK"},
+                             "carol": burlington | {"500Dn000001GlUxIAK"}},
+                    everything=everything)

@@ -20,7 +20,8 @@ from connectors.services import source_connection_create
 from connectors.sources._msgraph import GRAPH
 from connectors.sync.services import sync_job_run, sync_job_start
 from tests.connectors.test_google_drive import API, DOC, ONBOARDING, fixture as drive_fixture, serve_drive
-from tests.connectors.test_msgraph import DOCS, DRIVE, _content, connect, fixture as graph_fixture, onedrive_first_round
+from tests.connectors.test_msgraph import (DOCS, DRIVE, _content, connect, fixture as graph_fixture, onedrive_first_round,
+                                          serve_permissions)
 
 DOCUMENT = "application/vnd.google-apps.document"
 PRESENTATION = "application/vnd.google-apps.presentation"
@@ -139,6 +140,7 @@ def test_powerpoint_indexes_only_pptx_files(rsps, make_collection, client):
     rsps.add("GET", f"{GRAPH}/drives/{DRIVE}/root/delta", json=page_1)
     rsps.add("GET", page_1["@odata.nextLink"], json=page_2)
     _content(rsps, deck["id"], (DOCS / "pptx/sources/powerpoint_sample.pptx").read_bytes())
+    serve_permissions(rsps)
     connection = connect(make_collection(), "powerpoint")
     job = run(connection)
     assert (job.status, job.entities_inserted) == ("completed", 1), job.error

@@ -20,6 +20,7 @@ from connectors.sync.services import sync_job_run, sync_job_start
 from tests.conftest import SHARED_DATA
 from tests.connectors import slack_api as slack
 from tests.connectors.recorded import add_recorded, load_recorded
+from tests.connectors.test_github import add_repository
 
 PRIVATE = {"is_private": True, "is_channel": False}
 
@@ -251,6 +252,7 @@ def github_and_federated_slack(rsps, make_collection):
     """A collection with a synced GitHub repository and a Slack connection searched at query time."""
     collection = make_collection()
     issue = _github_issue()
+    add_repository(rsps, "ossani24/github3.py")
     rsps.add("GET", "https://api.github.com/repos/ossani24/github3.py/issues?state=all&per_page=100", json=[issue])
     add_recorded(rsps, GITHUB / "Issue_comments.json", only=lambda i: i["request"]["uri"].endswith("comments?per_page=100"))
     github = source_connection_create(collection=collection, short_name="github",

@@ -47,6 +47,16 @@ def add_first_run(rsps, articles=True):
         rsps.add("GET", ARTICLES, match=[query(per_page=100, include="sections")], json=f("articles"))
 
 
+USERS = f"{API}/api/v2/users"
+
+
+def add_agents(rsps):
+    """The agents and admins, over two cursor pages (`GET /api/v2/users?role[]=agent&role[]=admin`)."""
+    rsps.add("GET", USERS, match=[query(**{"page[size]": 100}, absent=("page[after]",))], json=f("agents_page1"))
+    rsps.add("GET", USERS.replace("users", "users.json"),
+             match=[query(**{"page[after]": "eyJvIjoiaWQiLCJ2IjoiYVNNQUFBQUFBQUFBIn0="})], json=f("agents_page2"))
+
+
 def make(**config):
     return ZendeskSource(ZendeskSource.validate_config({"subdomain": "acme", **config}), dict(CREDENTIALS))
 
@@ -100,11 +110,13 @@ def test_a_refused_api_token_marks_the_connection_needs_reauth(rsps, make_collec
 def test_sync_search_then_deleted_tickets_and_articles_are_removed(rsps, make_collection, client):
     connection = connect(make_collection(), "zendesk", CREDENTIALS, config={"subdomain": "acme"})
     add_first_run(rsps)
+    add_agents(rsps)
     job = run_sync(connection)
     assert (job.status, job.entities_inserted) == ("completed", 5)
     assert search_ids(client, "printer fuser recall overheating", limit=1) == ["ticket:35436"]
 
     rsps.reset()
+    add_agents(rsps)
     rsps.add("GET", EXPORT, match=[query(cursor="MTU3NjYxMzU2MC4wfHw0Njh8", absent=("start_time",))],
              json=f("tickets_changes"))
     rsps.add("GET", comments_url(35437), json=f("comments_35437_solved"))
@@ -130,3 +142,51 @@ def test_the_subdomain_is_normalised(given, expected):
 def test_anything_but_a_subdomain_is_refused(bad):
     with pytest.raises(ValueError, match="subdomain"):
         ZendeskSource.validate_config({"subdomain": bad})
+
+
+# --- access control -------------------------------------------------------------------------------
+
+
+def test_agents_see_every_ticket_end_users_their_own_and_internal_notes_stay_with_agents(rsps):
+    add_first_run(rsps)
+    add_agents(rsps)
+    source = make()
+    agents = {(m.group_id, m.member) for m in source.generate_access_memberships()}
+    assert agents == {("agents", "user:sam@acme.example"), ("agents", "user:alice@example.com")}  # not restricted
+    assert "role%5B%5D=agent&role%5B%5D=admin" in rsps.calls[0].request.url  # or suspended
+    entities = {e.entity_id: e for e in source.generate_entities({})}
+    assert entities["ticket:35436"].access_viewers == ["group:agents"]  # its thread holds an internal note
+    for ticket in ("ticket:35437", "ticket:35438"):  # requested by Joana (her address from the comments' users)
+        assert entities[ticket].access_viewers == ["group:agents", "user:joana.reis@example.com"]
+    assert all(entities[a].access_is_public for a in ("article:360026053753", "article:360026053754"))
+    assert "include=users" in next(c.request.url for c in rsps.calls if c.request.url.startswith(EXPORT))
+
+
+def test_articles_of_a_user_segment_and_drafts_are_for_agents():
+    from connectors.sources.zendesk import _article_access
+
+    assert _article_access({"user_segment_id": 360000091912, "draft": False})["access_viewers"] == ["group:agents"]
+    assert _article_access({"user_segment_id": None, "draft": True})["access_is_public"] is False
+    assert _article_access({"user_segment_id": None, "draft": False}) == {"access_viewers": [], "access_is_public": True}
+
+
+def acl_world(rsps):
+    """The access world of tests/access/test_source_matrix.py: alice is an admin; bob is copied on ticket 35438
+    (his address sideloaded with the export); carol is nobody in Zendesk; the articles are for everyone."""
+    from tests.access.test_source_matrix import AclWorld
+
+    page2 = f("tickets_page2")
+    page2["tickets"][0]["email_cc_ids"] = [9030]
+    page2["users"] = [{"id": 9030, "name": "Bob Buyer", "email": "bob@example.com", "role": "end-user"}]
+    rsps.add("GET", EXPORT, match=[query(start_time=0, absent=("cursor",))], json=f("tickets_page1"))
+    rsps.add("GET", EXPORT, match=[query(cursor="MTU3NjYxMzUzOS4wfHw0Njd8")], json=page2)
+    for ticket, name in ((35436, "comments_35436_page1"), (35437, "comments_35437"), (35438, "comments_35438")):
+        rsps.add("GET", comments_url(ticket), match=[query(absent=("page[after]",))], json=f(name))
+    rsps.add("GET", comments_url(35436), match=[query(**{"page[after]": "xxx"})], json=f("comments_35436_page2"))
+    rsps.add("GET", ARTICLES, json=f("articles"))
+    add_agents(rsps)
+    everything = {"ticket:35436", "ticket:35437", "ticket:35438", "article:360026053753", "article:360026053754"}
+    articles = {"article:360026053753", "article:360026053754"}
+    return AclWorld(short_name="zendesk", credentials=dict(CREDENTIALS), config={"subdomain": "acme"},
+                    visible={"alice": everything, "bob": articles | {"ticket:35438"}, "carol": articles},
+                    everything=everything)

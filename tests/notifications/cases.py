@@ -1,4 +1,4 @@
-"""Thirteen sources end to end: a first sync against the vendor's fake (the `responses` fakes of
+"""Sixteen sources end to end: a first sync against the vendor's fake (the `responses` fakes of
 tests/connectors), then an edit in the fake, then the vendor's signed notification.
 
 A Case knows how to list the source (`first_sync`), how to edit one item in the fake
@@ -18,6 +18,8 @@ import responses
 
 from tests.connectors import slack_api
 from tests.connectors import test_asana as asana_fake
+from tests.connectors import test_box as box_fake
+from tests.connectors import test_dropbox as dropbox_fake
 from tests.connectors import test_github as github_fake
 from tests.connectors import test_gitlab as gitlab_fake
 from tests.connectors import test_google_drive as drive_fake
@@ -95,8 +97,14 @@ STRIPE = Case(
 
 
 # --- Zendesk: a ticket's new comment, sent by a webhook on ticket events --------------------------------
+def _zendesk_first(rsps):
+    zendesk_fake.add_first_run(rsps)
+    zendesk_fake.add_agents(rsps)
+
+
 def _zendesk_edit(rsps):
     f = zendesk_fake.f
+    zendesk_fake.add_agents(rsps)
     rsps.add("GET", zendesk_fake.EXPORT, match=[query(cursor="MTU3NjYxMzU2MC4wfHw0Njh8", absent=("start_time",))],
              json=f("tickets_changes"))
     rsps.add("GET", zendesk_fake.comments_url(35437), json=f("comments_35437_solved"))
@@ -104,7 +112,7 @@ def _zendesk_edit(rsps):
 
 
 ZENDESK = Case(
-    "zendesk", dict(zendesk_fake.CREDENTIALS), zendesk_fake.add_first_run, _zendesk_edit,
+    "zendesk", dict(zendesk_fake.CREDENTIALS), _zendesk_first, _zendesk_edit,
     "re-issued invoice INV-2291 with the corrected VAT number", "ticket:35437",
     lambda secret, url: vendor_calls.zendesk(secret, {
         "type": "zen:event-type:ticket.comment_added", "account_id": 22129848, "id": "cbe4028c-7239-495d-b020",
@@ -177,6 +185,7 @@ def _github_issue():
 
 def _github_first(rsps):
     issue = _github_issue()
+    github_fake.add_repository(rsps, "ossani24/github3.py")
     rsps.add("GET", f"{github_fake.API}/repos/ossani24/github3.py/issues?state=all&per_page=100", json=[issue])
     github_fake.add_recorded(rsps, github_fake.RECORDED / "Issue_comments.json",
                              only=lambda i: i["request"]["uri"].endswith("comments?per_page=100"))
@@ -185,6 +194,7 @@ def _github_first(rsps):
 def _github_edit(rsps):
     issue = _github_issue()
     changed = {**issue, "title": GITHUB_PHRASE, "body": GITHUB_PHRASE + ".", "comments": 0}
+    github_fake.add_repository(rsps, "ossani24/github3.py")
     rsps.add("GET", f"{github_fake.API}/repos/ossani24/github3.py/issues",
              match=[responses.matchers.query_param_matcher({"state": "all", "per_page": "100",
                                                             "since": issue["updated_at"]})], json=[changed])
@@ -361,6 +371,7 @@ ONEDRIVE_PHRASE = "Carry-over is capped at 240 quokka hours"
 
 def _onedrive_edit(rsps):
     graph, fixture = msgraph_fake.GRAPH, msgraph_fake.fixture
+    msgraph_fake.serve_permissions(rsps)
     rsps.add("GET", f"{graph}/me/drive?%24select=id%2Cname%2CwebUrl", json=fixture("onedrive/drive.json"))
     rsps.add("GET", fixture("onedrive/delta_page_2.json")["@odata.deltaLink"], json=fixture("onedrive/delta_incremental.json"))
     msgraph_fake._content(rsps, _onedrive_items()["leave-policy.md"],
@@ -474,4 +485,51 @@ DRIVE = Case(
     lambda token, url: vendor_calls.drive(token, DRIVE_CHANNEL.get("id", ""), DRIVE_CHANNEL.get("resource_id", "")),
     subscription=_drive_subscription)
 
-CASES = [ASANA, STRIPE, ZENDESK, TRELLO, LINEAR, GITHUB, GITLAB, NOTION, SLACK, ONEDRIVE, OUTLOOK, CALENDAR, DRIVE]
+# --- Box: a file's content changed; the webhook names the file, the run reads the event stream -------------
+BOX_PHRASE = "Legal approved the renewal of the quokka clause"
+
+
+def _box_edit(rsps):
+    box_fake.serve_box(rsps, notes=box_fake.NOTES + BOX_PHRASE + ".\n")
+    api, params = box_fake.API, box_fake.params
+    rsps.add("GET", f"{api}/events", json={"chunk_size": 0, "next_stream_position": "1152923110164312445",
+                                           "entries": []}, match=params(stream_position="1152923110164312445"))
+    rsps.add("GET", f"{api}/events", json=box_fake.fixture("events_changes.json"),
+             match=params(stream_type="changes", stream_position="1152922976252290886"))
+    item = box_fake.fixture("root_items_page2.json")["entries"][0]
+    rsps.add("GET", f"{api}/files/12345679", json={**item, "sequence_id": "2", "size": 124,
+                                                  "content_modified_at": "2024-02-02T10:00:00-08:00"})
+
+
+BOX = Case(
+    "box", {"access_token": "box-token"}, box_fake.serve_box, _box_edit, BOX_PHRASE, "12345679",
+    lambda secret, url: vendor_calls.box(secret, {
+        "type": "webhook_event", "id": "eb0c4e06-751f-442c-86f8-fd5bb404dbec", "created_at": "2024-02-02T10:00:01-08:00",
+        "trigger": "FILE.UPLOADED", "webhook": {"id": "53", "type": "webhook"},
+        "created_by": {"type": "user", "id": "17738362", "name": "Dana Kim", "login": "dana@example.com"},
+        "source": {"id": "12345679", "type": "file", "name": "vendor-notes.txt"}}),
+    secret="SamplePrimaryKey1Bx9aZ7")
+
+
+# --- Dropbox: a change in the account; the run reads list_folder/continue from the saved cursor ----------
+DROPBOX_PHRASE = "Pack a quokka-proof rain jacket"
+
+
+def _dropbox_edit(rsps):
+    dropbox_fake.serve_dropbox(rsps, packing=dropbox_fake.PACKING_TEXT + DROPBOX_PHRASE + ".\n")
+    rsps.add("POST", f"{dropbox_fake.API}/files/list_folder/continue", json=dropbox_fake.fixture("changes.json"),
+             match=[responses.matchers.json_params_matcher(
+                 {"cursor": "AAGvDt2WSkpNqf1WgNQ-kqVqNjg6xgO0nvqyBqRqBOBSDrGsH0Dn3l8"})])
+
+
+DROPBOX = Case(
+    "dropbox", {"access_token": "sl.test"}, dropbox_fake.serve_dropbox, _dropbox_edit, DROPBOX_PHRASE,
+    dropbox_fake.PACKING,
+    lambda secret, url: vendor_calls.dropbox(secret, {
+        "list_folder": {"accounts": ["dbid:AAH4f99T0taONIb-OurWxbNQ6ywGRopQngc"]},
+        "delta": {"users": [12336]}}),
+    secret="dbx-app-secret-4f2a9c")
+
+
+CASES = [ASANA, STRIPE, ZENDESK, TRELLO, LINEAR, GITHUB, GITLAB, NOTION, SLACK, ONEDRIVE, OUTLOOK, CALENDAR, DRIVE,
+         BOX, DROPBOX]

@@ -14,6 +14,7 @@ from rest_framework.test import APIClient
 from airweave.collections.models import SourceConnection, Sync, SyncJob
 from connectors.notifications.services import notification_follow_up, notification_path
 from connectors.sync.jobs import S, sync_job_create, sync_job_transition
+from tests.connectors import test_github as github_fake
 from tests.connectors.saas_cases import connect
 from tests.notifications import vendor_calls
 
@@ -168,6 +169,7 @@ def test_a_burst_lands_in_the_pending_job_and_a_running_job_gets_one_follow_up(m
     sync_job_transition(job, S.COMPLETED)
 
     with responses.RequestsMock() as rsps:  # the follow-up run, inline here (tasks run synchronously in tests)
+        github_fake.add_repository(rsps, "ossani24/github3.py")
         rsps.add("GET", "https://api.github.com/repos/ossani24/github3.py/issues", json=[])
         follow_up = notification_follow_up(sync_id=connection.sync.pk)
     assert follow_up is not None and _jobs(connection) == 2
@@ -222,6 +224,7 @@ def test_a_scheduled_or_api_job_that_ends_runs_the_follow_up_notifications_asked
     job = sync_job_start(source_connection=connection, enqueue=False)
     Sync.objects.filter(pk=connection.sync.pk).update(notify_follow_up=True)  # a notification came while it ran
     with responses.RequestsMock() as rsps:
+        github_fake.add_repository(rsps, "ossani24/github3.py")
         rsps.add("GET", "https://api.github.com/repos/ossani24/github3.py/issues", json=[])
         assert run_sync_job(str(job.id)) == "completed"
     assert _jobs(connection) == 2 and Sync.objects.get(pk=connection.sync.pk).notify_follow_up is False

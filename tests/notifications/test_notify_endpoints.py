@@ -1,4 +1,4 @@
-"""Change notifications end to end, for twelve sources: sync against the vendor's fake, edit an item
+"""Change notifications end to end, for fourteen sources: sync against the vendor's fake, edit an item
 in the fake, POST the vendor's signed notification to the connection's public URL, and the edit
 is found by search with no scheduled run; a forged signature answers 401 and syncs nothing."""
 from __future__ import annotations

@@ -109,6 +109,23 @@ def drive(channel_token: str, channel_id: str, resource_id: str, state: str = "c
             "Content-Type": "application/json"}, b""
 
 
+def box(primary_key: str, payload: dict, *, timestamp: str | None = None) -> tuple[dict, bytes]:
+    """Box webhooks v2: base64(HMAC-SHA256(key, body + box-delivery-timestamp)) in box-signature-primary."""
+    body = _body(payload)
+    ts = timestamp or datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S+00:00")
+    digest = hmac.new(primary_key.encode(), body + ts.encode(), hashlib.sha256).digest()
+    return {"box-delivery-id": "f96bb54b-ee16-4fc5-aa65-8c2d9e5b546f", "box-delivery-timestamp": ts,
+            "box-signature-algorithm": "HmacSHA256", "box-signature-version": "1",
+            "box-signature-primary": base64.b64encode(digest).decode(), "Content-Type": "application/json"}, body
+
+
+def dropbox(app_secret: str, payload: dict) -> tuple[dict, bytes]:
+    """Dropbox webhooks: hex(HMAC-SHA256(app secret, body)) in X-Dropbox-Signature."""
+    body = _body(payload)
+    return {"X-Dropbox-Signature": hmac.new(app_secret.encode(), body, hashlib.sha256).hexdigest(),
+            "Content-Type": "application/json"}, body
+
+
 def forge(headers: dict) -> dict:
     """The same headers with every signature-like value changed in its last character."""
     out = {}
