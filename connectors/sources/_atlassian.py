@@ -166,3 +166,51 @@ class AtlassianMixin:
                               f"the connection on that site", "config_error")
         self._api_base = f"https://api.atlassian.com/ex/{self.PRODUCT}/{match['id']}"
         return self._api_base
+
+
+def user_principal(user: dict | None) -> str | None:
+    """`user:<email>` of an Atlassian user object (Jira's `emailAddress`, Confluence's `email`), or None
+    when the account's profile hides its address (Cloud's default for most accounts)."""
+    email = ((user or {}).get("emailAddress") or (user or {}).get("email") or "").strip().lower()
+    return f"user:{email}" if email else None
+
+
+def users_in(principals: set[str], members: dict[str, set[str]], depth: int = 10) -> set[str]:
+    """The `user:` principals of `principals` and of the groups among them, through `members`
+    ({group id: {member principal}}, ids without the "group:" prefix), nested up to `depth` levels."""
+    users = {p for p in principals if p.startswith("user:")}
+    groups = {p[len("group:"):] for p in principals if p.startswith("group:")}
+    seen: set[str] = set()
+    for _ in range(depth + 1):
+        fresh = groups - seen
+        if not fresh:
+            break
+        seen |= fresh
+        groups = set()
+        for group in fresh:
+            for member in members.get(group, ()):
+                if member.startswith("user:"):
+                    users.add(member)
+                else:
+                    groups.add(member[len("group:"):])
+    return users
+
+
+def narrowed(levels: list[set[str]], members: dict[str, set[str]]) -> dict:
+    """The `access_viewers` / `access_is_public` fields of an item that each of `levels` must admit.
+
+    `levels`: the constraints that apply (a Jira project's browsers and an issue's security level; a
+    Confluence space's readers and each restricted page above and at the item), each a set of
+    principals; an open level (anonymous or any-licensed-user access) is left out by the caller.
+    No level: open to the organization. One: its principals as they are (a group stays a group, so a
+    membership change needs no re-indexing). Several: the principals every level names verbatim, plus
+    the users every level admits once groups are expanded through `members` (the memberships listed in
+    the same run). An empty result leaves the item closed.
+    """
+    if not levels:
+        return {"access_viewers": [], "access_is_public": True}
+    if len(levels) == 1:
+        return {"access_viewers": sorted(levels[0]), "access_is_public": False}
+    common = set.intersection(*[set(level) for level in levels])
+    users = set.intersection(*[users_in(level, members) for level in levels])
+    return {"access_viewers": sorted(common | users), "access_is_public": False}

@@ -21,9 +21,22 @@ Confluence reports no deletions, so an incremental run also lists the ids of all
 scope (no expansions: cheap) as `present_entity_ids()`: known content absent from it (trashed or
 deleted content drops out of CQL results) is deleted. Cursor: `{"modified": <ISO time>}`.
 
-Access: page view restrictions are not mirrored. Restrictions inherit from ancestors, combine
-with space permissions, and Cloud hides most users' emails, so a faithful viewer list is not
-cheap; the content stays visible to the organization.
+Access (`supports_access_control`): who may read an item is its space's readers narrowed by every
+view restriction on it and on the pages above it (a restricted ancestor restricts its descendants).
+- space readers: the space listing asks `expand=permissions` (REST v1 on Cloud); the `read` /
+  `space` grants name users and groups (`subjects.user` / `subjects.group`). A grant with
+  `anonymousAccess` or `unlicensedAccess` opens the space to the organization; a space whose listing
+  carries no permissions (Server / Data Center, which do not expose them over REST) is open too.
+- view restrictions: `GET /rest/api/content/{id}/restriction/byOperation/read` (users and groups,
+  paged by `start`/`limit`) for each page and blog post listed and for each ancestor (read once per
+  run); an empty restriction inherits. Comments follow the page or blog post they are on.
+- groups: `GET /rest/api/group` lists the site's groups and `GET /rest/api/group/member?name=` the
+  members of each (`generate_access_memberships`, at each sync); groups are principals by name
+  (`group:<name>`). Confluence groups do not nest.
+One constraint (the space alone) keeps its principals as they are; a restriction under a space
+intersects them, expanding groups into the users listed in the same run (see
+`_atlassian.narrowed`). Users are principals by e-mail: Cloud hides most addresses, and a person
+without a visible one is left out (the item stays closed to them).
 """
 from __future__ import annotations
 
@@ -35,11 +48,12 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 
-from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField, SkipEntity, SourceError
+from connectors.base import AccessMembership, BaseEntity, BaseSource, Breadcrumb, ConfigField, SkipEntity, SourceError
 from connectors.converters import convert_bytes
 from connectors.http import HttpError
 from connectors.sources._atlassian import (
-    AtlassianCommentEntity, AtlassianMixin, atlassian_source, clean_keys, minutes_since, newer, validate_site,
+    AtlassianCommentEntity, AtlassianMixin, atlassian_source, clean_keys, minutes_since, narrowed, newer, user_principal,
+    validate_site,
 )
 from connectors.sources._saas import parse_time
 
@@ -95,8 +109,16 @@ class ConfluenceCommentEntity(AtlassianCommentEntity):
 @atlassian_source(
     name="Confluence",
     short_name="confluence",
-    mirrored_permissions=(("space permissions and page restrictions: not mirrored yet, pages are visible to "
-                           "the whole organization", False),),
+    mirrored_permissions=(
+        ("space permissions: the users and groups who may view a space", True),
+        ("page view restrictions (users and groups), inherited by the pages below", True),
+        ("group members, listed at each sync", True),
+        ("comments: the page or blog post they are on", True),
+        ("anonymous and unlicensed access to a space: open to the organization", True),
+        ("users whose e-mail address the profile hides (left out)", False),
+        ("Server / Data Center space permissions (not exposed over REST: spaces open to the organization)", False),
+        ("edit restrictions and space permissions other than view", False),
+    ),
     description="Spaces, pages, blog posts and comments of a Confluence Cloud, Server or Data Center site.",
     scope_field=ConfigField("spaces", "Spaces", "array", "Keys of the spaces to index, e.g. ENG; empty for every "
                             "space the account can read.", items_type="string", default=[]),
@@ -108,6 +130,7 @@ class ConfluenceSource(AtlassianMixin, BaseSource):
 
     PRODUCT = "confluence"
     page_size = 50
+    supports_access_control = True
 
     @classmethod
     def validate_config(cls, config: dict, *, for_api: bool = False) -> dict:
@@ -132,7 +155,7 @@ class ConfluenceSource(AtlassianMixin, BaseSource):
         root = self._root()
         wanted = set(self.config.get("spaces") or [])
         spaces = {}
-        for space in self._pages(f"{root}/rest/api/space", {"limit": self.page_size, "expand": "description.plain"}):
+        for space in self._spaces():
             if wanted and space["key"] not in wanted:
                 continue
             spaces[space["key"]] = space
@@ -160,6 +183,92 @@ class ConfluenceSource(AtlassianMixin, BaseSource):
             params = {"cql": scope + " ORDER BY created ASC", "limit": 200}
             listed = [str(c["id"]) for c in self._pages(f"{root}/rest/api/content/search", params)]
         self._ids.extend(listed)
+
+    def _spaces(self) -> list[dict]:
+        """The site's spaces with their permissions (read once per run)."""
+        if getattr(self, "_space_list", None) is None:
+            self._space_list = list(self._pages(f"{self._root()}/rest/api/space",
+                                                {"limit": self.page_size, "expand": "description.plain,permissions"}))
+        return self._space_list
+
+    # --- access -------------------------------------------------------------------------------
+
+    def generate_access_memberships(self) -> list[AccessMembership]:
+        """Every group of the site with its members (`user:<email>`); see the module docstring."""
+        return [AccessMembership(group, member) for group, members in self._members().items() for member in members]
+
+    def _members(self) -> dict[str, set[str]]:
+        """{group name: {member principal}} of the site, read once per run (the group listing, then
+        `group/member?name=` per group, both paged by `start`)."""
+        if getattr(self, "_group_members", None) is None:
+            root = self._root()
+            self._group_members = {}
+            for group in self._pages(f"{root}/rest/api/group", {"limit": 200}):
+                members = set()
+                for user in self._pages(f"{root}/rest/api/group/member", {"name": group["name"], "limit": 200}):
+                    principal = user_principal(user)
+                    if principal:
+                        members.add(principal)
+                self._group_members[group["name"]] = members
+        return self._group_members
+
+    def _space_readers(self, space_key: str) -> set[str] | None:
+        """The principals who may view a space; None when it is open to the organization (anonymous or
+        unlicensed access, or a listing without permissions)."""
+        space = next((s for s in self._spaces() if s["key"] == space_key), None)
+        grants = (space or {}).get("permissions")
+        if grants is None:
+            return None
+        readers: set[str] = set()
+        for grant in grants:
+            operation = grant.get("operation") or {}
+            if operation.get("operation") != "read" or operation.get("targetType") != "space":
+                continue
+            if grant.get("anonymousAccess") or grant.get("unlicensedAccess"):
+                return None
+            readers |= _subjects(grant.get("subjects"))
+        return readers
+
+    def _restriction(self, content_id: str) -> set[str]:
+        """The users and groups of a content's read restriction (empty: not restricted), read once per run."""
+        cache = self.__dict__.setdefault("_restrictions", {})
+        if content_id not in cache:
+            url = f"{self._root()}/rest/api/content/{content_id}/restriction/byOperation/read"
+            principals: set[str] = set()
+            start, limit = 0, 200
+            while True:
+                body = self.http.get_json(url, params={"start": start, "limit": limit})
+                restrictions = body.get("restrictions") or {}
+                principals |= _subjects(restrictions)
+                sizes = [len((restrictions.get(k) or {}).get("results") or []) for k in ("user", "group")]
+                if max(sizes, default=0) < limit:
+                    break
+                start += limit
+            cache[content_id] = principals
+        return cache[content_id]
+
+    def _chain(self, content_id: str) -> list[str]:
+        """A page's or blog post's ancestors then itself: from this run's listing, else read
+        (`GET /rest/api/content/{id}?expand=ancestors`, for a comment whose page did not change)."""
+        chains = self.__dict__.setdefault("_chains", {})
+        if content_id and content_id not in chains:
+            body = self.http.get_json(f"{self._root()}/rest/api/content/{content_id}", params={"expand": "ancestors"})
+            chains[content_id] = [str(a["id"]) for a in body.get("ancestors") or []] + [content_id]
+        return chains.get(content_id, [])
+
+    def _access(self, space_key: str, chain: list[str]) -> dict:
+        """The access fields of an item of `space_key` under the contents of `chain` (ancestors first, then the
+        page itself)."""
+        levels = []
+        readers = self._space_readers(space_key)
+        if readers is not None:
+            levels.append(readers)
+        for content_id in chain:
+            restricted = self._restriction(content_id)
+            if restricted:
+                levels.append(restricted)
+        members = self._members() if len(levels) > 1 else {}
+        return narrowed(levels, members)
 
     def _scope(self, spaces: dict) -> str:
         types = "page, blogpost, comment" if self.config.get("include_comments", True) else "page, blogpost"
@@ -198,7 +307,7 @@ class ConfluenceSource(AtlassianMixin, BaseSource):
         description = (((space.get("description") or {}).get("plain") or {}).get("value")) or ""
         return ConfluenceSpaceEntity(
             entity_id=f"space:{space['key']}", name=space.get("name") or space["key"], key=space["key"],
-            web_url=self._web(space.get("_links")), description=description,
+            web_url=self._web(space.get("_links")), description=description, **self._access(space["key"], []),
             raw_source_fields={"space_key": space["key"], "space_type": space.get("type"),
                                "status": space.get("status")})
 
@@ -220,8 +329,12 @@ class ConfluenceSource(AtlassianMixin, BaseSource):
                       body=storage_to_text(((content.get("body") or {}).get("storage") or {}).get("value", "")))
         raw = {"space_key": space.get("key"), "content_type": kind, "version": version.get("number"),
                "author": author, "last_modified_by": (version.get("by") or {}).get("displayName")}
+        chain = [str(a["id"]) for a in content.get("ancestors") or [] if a.get("type") in ("page", "blogpost")]
         if kind == "comment":
             container = content.get("container") or {}
+            on = str(container.get("id", ""))
+            chain = list(dict.fromkeys(chain + self._chain(on)))
+            common.update(self._access(space.get("key", ""), chain))
             if container and str(container.get("id")) not in {c.entity_id for c in crumbs}:
                 crumbs.append(Breadcrumb(str(container["id"]), container.get("title", ""),
                                          _entity_type(container.get("type"))))
@@ -230,6 +343,9 @@ class ConfluenceSource(AtlassianMixin, BaseSource):
                                            breadcrumbs=crumbs, raw_source_fields=raw, **common)
         if kind not in ("page", "blogpost"):
             return None
+        chain.append(str(content["id"]))
+        self.__dict__.setdefault("_chains", {})[str(content["id"])] = chain
+        common.update(self._access(space.get("key", ""), chain))
         cls = ConfluenceBlogPostEntity if kind == "blogpost" else ConfluencePageEntity
         return cls(name=content.get("title") or "Untitled", breadcrumbs=crumbs, space_key=space.get("key", ""),
                    version=version.get("number") or 0, raw_source_fields=raw, **common)
@@ -244,6 +360,20 @@ class ConfluenceSource(AtlassianMixin, BaseSource):
 
     def next_cursor(self) -> dict:
         return {"modified": self._newest}
+
+
+def _subjects(subjects: dict | None) -> set[str]:
+    """The principals of a v1 `{user: {results}, group: {results}}` block: `user:<email>` (users with a
+    visible address) and `group:<name>`."""
+    out: set[str] = set()
+    for user in ((subjects or {}).get("user") or {}).get("results") or []:
+        principal = user_principal(user)
+        if principal:
+            out.add(principal)
+    for group in ((subjects or {}).get("group") or {}).get("results") or []:
+        if group.get("name"):
+            out.add(f"group:{group['name']}")
+    return out
 
 
 def _entity_type(kind: str | None) -> str:

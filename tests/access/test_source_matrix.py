@@ -54,10 +54,11 @@ class AclWorld:
 
 
 def _worlds() -> dict[str, Callable]:
-    from tests.connectors import (test_box, test_dropbox, test_github, test_gitlab, test_intercom, test_linear,
-                                  test_msgraph, test_salesforce, test_zendesk)
+    from tests.connectors import (test_box, test_confluence, test_dropbox, test_github, test_gitlab, test_intercom,
+                                  test_linear, test_msgraph, test_salesforce, test_zendesk)
 
-    modules = {"box": test_box, "dropbox": test_dropbox, "github": test_github, "gitlab": test_gitlab,
+    modules = {"box": test_box, "confluence": test_confluence, "dropbox": test_dropbox, "github": test_github,
+               "gitlab": test_gitlab,
                "intercom": test_intercom, "linear": test_linear, "salesforce": test_salesforce, "zendesk": test_zendesk}
     return {**{name: module.acl_world for name, module in modules.items()},
             "onedrive": test_msgraph.onedrive_world, "sharepoint": test_msgraph.sharepoint_world}

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import time
+import zlib
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
@@ -41,11 +43,56 @@ def rsps(monkeypatch):
         yield mock
 
 
-def add_listing(rsps, root=WIKI, cql=SCOPE + " ORDER BY created ASC", pages=(PAGE_1, PAGE_2)):
-    rsps.add("GET", f"{root}/rest/api/space", json=SPACES,
-             match=[query_param_matcher({"limit": "2", "expand": "description.plain"})])
+def restriction(content_id, users=(), groups=()):
+    """The read restriction of a content, as `GET /rest/api/content/{id}/restriction/byOperation/read` answers."""
+    return {"operation": "read",
+            "restrictions": {"user": {"results": [user(u) for u in users], "start": 0, "limit": 200, "size": len(users)},
+                             "group": {"results": [group(g) for g in groups], "start": 0, "limit": 200,
+                                       "size": len(groups)}},
+            "_expandable": {"content": f"/rest/api/content/{content_id}"},
+            "_links": {"base": WIKI, "context": "/wiki",
+                       "self": f"{WIKI}/rest/api/content/{content_id}/restriction/byOperation/read"}}
+
+
+def user(name, email=True):
+    """A v1 user object; Cloud sends `email` empty when the profile hides it."""
+    return {"type": "known", "accountId": f"5b10ac8d82e05b22cc7d{zlib.crc32(name.encode()) % 10**4:04d}",
+            "accountType": "atlassian", "email": f"{name}@example.com" if email else "", "publicName": name.title(),
+            "displayName": name.title(), "isExternalCollaborator": False}
+
+
+def group(name):
+    return {"type": "group", "name": name, "id": f"{zlib.crc32(name.encode()) % 10**8:08d}-6d2c-4f0e-9b9a-0c5c1d6e7f80",
+            "_links": {"self": f"{WIKI}/rest/api/group/by-id?id={name}"}}
+
+
+def add_open_restrictions(rsps, root=WIKI):
+    """Every content unrestricted."""
+    rsps.add("GET", re.compile(re.escape(root) + r"/rest/api/content/(\d+)/restriction/byOperation/read"),
+             json=restriction("0"))
+
+
+def add_groups(rsps, groups=None, root=WIKI):
+    """The site's groups (`GET /rest/api/group`) and each one's members (`GET /rest/api/group/member?name=`);
+    `groups` maps a group name to its members' names (none by default)."""
+    groups = groups or {}
+    rsps.add("GET", f"{root}/rest/api/group", json={
+        "results": [group(g) for g in groups], "start": 0, "limit": 200, "size": len(groups),
+        "_links": {"base": root, "context": "/wiki", "self": f"{root}/rest/api/group"}})
+    for name, members in groups.items():
+        rsps.add("GET", f"{root}/rest/api/group/member", match=[query_param_matcher({"name": name, "limit": "200"})],
+                 json={"results": [user(m) for m in members], "start": 0, "limit": 200, "size": len(members),
+                       "_links": {"base": root, "context": "/wiki", "self": f"{root}/rest/api/group/member"}})
+
+
+def add_listing(rsps, root=WIKI, cql=SCOPE + " ORDER BY created ASC", pages=(PAGE_1, PAGE_2), spaces=SPACES):
+    add_open_restrictions(rsps, root)
+    rsps.add("GET", f"{root}/rest/api/space", json=spaces,
+             match=[query_param_matcher({"limit": str(ConfluenceSource.page_size),
+                                         "expand": "description.plain,permissions"})])
     rsps.add("GET", f"{root}/rest/api/content/search", json=pages[0],
-             match=[query_param_matcher({"cql": cql, "limit": "2", "expand": CONTENT_EXPAND})])
+             match=[query_param_matcher({"cql": cql, "limit": str(ConfluenceSource.page_size),
+                                         "expand": CONTENT_EXPAND})])
     for previous, page in zip(pages, pages[1:]):
         rsps.add("GET", root + previous["_links"]["next"], json=page)
 
@@ -112,7 +159,7 @@ def test_a_refused_api_token_marks_the_connection_needs_reauth(rsps, make_collec
     connection = source_connection_create(
         collection=make_collection(), short_name="confluence", config={"site_url": SITE},
         authentication={"credentials": {"email": "ann@example.com", "api_token": "revoked"}}, sync_immediately=False)
-    rsps.add("GET", f"{WIKI}/rest/api/space", status=401,
+    rsps.add("GET", f"{WIKI}/rest/api/group", status=401,  # the first call of a sync: the site's groups
              json={"statusCode": 401, "message": "Client must be authenticated to access this resource."})
     job = sync_job_run(job_id=sync_job_start(source_connection=connection, enqueue=False).id)
     connection.refresh_from_db()
@@ -123,6 +170,7 @@ def test_a_refused_api_token_marks_the_connection_needs_reauth(rsps, make_collec
 def test_sync_is_searchable_then_an_incremental_run_updates_and_removes_deleted_content(
         rsps, make_collection, client):
     add_listing(rsps)
+    add_groups(rsps)
     connection = source_connection_create(
         collection=make_collection(), short_name="confluence", config={"site_url": SITE, "spaces": ["ENG"]},
         authentication={"credentials": {"email": "ann@example.com", "api_token": "tok"}}, sync_immediately=False)
@@ -139,6 +187,8 @@ def test_sync_is_searchable_then_an_incremental_run_updates_and_removes_deleted_
     edited["version"].update(number=4, when="2024-05-01T08:00:00.000Z")
     edited["body"]["storage"]["value"] = "<p>Releases are cut every Wednesday.</p>"
     rsps.add("GET", f"{WIKI}/rest/api/space", json=SPACES)
+    add_open_restrictions(rsps)
+    add_groups(rsps)
     changed = rsps.add("GET", f"{WIKI}/rest/api/content/search",
                        json={**PAGE_2, "results": [edited], "size": 1},
                        match=[query_param_matcher({"limit": "2", "expand": CONTENT_EXPAND}, strict_match=False)])
@@ -168,3 +218,87 @@ def test_site_urls_are_checked_and_cloud_sites_get_wiki():
         "https://docs.example.com/confluence"
     with pytest.raises(ValueError, match="site_url"):
         ConfluenceSource.validate_config({"site_url": "http://169.254.169.254/latest"})
+
+
+def space_permissions(*grants):
+    """A space's `permissions` expansion: `grants` are (operation, users, groups, anonymous) tuples."""
+    out = []
+    for n, (operation, users, groups, anonymous) in enumerate(grants):
+        out.append({"id": 4000 + n, "operation": {"operation": operation, "targetType": "space"},
+                    "subjects": {"user": {"results": [user(u) for u in users], "size": len(users)},
+                                 "group": {"results": [group(g) for g in groups], "size": len(groups)}},
+                    "anonymousAccess": anonymous, "unlicensedAccess": False})
+    return out
+
+
+RESTRICTED_CHILD = "65602"
+
+
+def acl_listing():
+    """ENG readable by confluence-users; Release process (65601) restricted to the group eng, its comment following
+    it, its child page restricted to bob (so bob alone: eng ∩ bob); the blog post restricted to carol."""
+    spaces = copy.deepcopy(SPACES)
+    spaces["results"][0]["permissions"] = space_permissions(
+        ("read", (), ("confluence-users",), False), ("administer", ("dave",), (), False))
+    page_1 = copy.deepcopy(PAGE_1)
+    child = copy.deepcopy(page_1["results"][1])
+    child.update(id=RESTRICTED_CHILD, title="Release checklist for the status of the work")
+    child["ancestors"] = child["ancestors"] + [{"id": "65601", "type": "page", "status": "current",
+                                                "title": "Release process"}]
+    child["_links"] = {**child["_links"], "webui": f"/spaces/ENG/pages/{RESTRICTED_CHILD}/Release+checklist"}
+    page_1["results"].append(child)
+    restrictions = {"65601": restriction("65601", groups=("eng",)),
+                    RESTRICTED_CHILD: restriction(RESTRICTED_CHILD, users=("bob", "erin")),
+                    "65700": restriction("65700", users=("carol",))}
+    groups = {"confluence-users": ("alice", "bob", "carol"), "eng": ("alice", "bob")}
+    return spaces, page_1, restrictions, groups
+
+
+def add_acl(rsps):
+    spaces, page_1, restrictions, groups = acl_listing()
+    for content_id, body in restrictions.items():
+        rsps.add("GET", f"{WIKI}/rest/api/content/{content_id}/restriction/byOperation/read", json=body)
+    add_listing(rsps, pages=(page_1, PAGE_2), spaces=spaces)
+    add_groups(rsps, groups)
+
+
+def acl_world(rsps):
+    """The access world of tests/access/test_source_matrix.py (see acl_listing)."""
+    from tests.access.test_source_matrix import AclWorld
+
+    add_acl(rsps)
+    everything = {"space:ENG", "65540", "65601", RESTRICTED_CHILD, "65800", "65700"}
+    return AclWorld(short_name="confluence", credentials={"email": "ann@example.com", "api_token": "tok"},
+                    config={"site_url": SITE, "spaces": ["ENG"]},
+                    visible={"alice": {"space:ENG", "65540", "65601", "65800"},
+                             "bob": {"space:ENG", "65540", "65601", "65800", RESTRICTED_CHILD},
+                             "carol": {"space:ENG", "65540", "65700"}},
+                    everything=everything)
+
+
+def test_space_readers_narrowed_by_restrictions_inherited_from_ancestors(rsps, monkeypatch):
+    monkeypatch.setattr(ConfluenceSource, "page_size", 2)
+    add_acl(rsps)
+    source = make()
+    memberships = {(m.group_id, m.member) for m in source.generate_access_memberships()}
+    assert ("eng", "user:alice@example.com") in memberships and len(memberships) == 5
+    access = {e.entity_id: (e.access_viewers, e.access_is_public) for e in source.generate_entities({})}
+    assert access["space:ENG"] == (["group:confluence-users"], False)  # administer grants do not let anyone read
+    assert access["65540"] == (["group:confluence-users"], False)
+    assert access["65601"] == (["user:alice@example.com", "user:bob@example.com"], False)  # eng ∩ confluence-users
+    assert access["65800"] == access["65601"]  # the comment follows its page
+    assert access[RESTRICTED_CHILD] == (["user:bob@example.com"], False)  # erin is no space reader
+    assert access["65700"] == (["user:carol@example.com"], False)
+    reads = [c.request.url for c in rsps.calls if "/restriction/" in c.request.url]
+    assert len(reads) == len({u.split("?")[0] for u in reads})  # each content's restriction read once
+
+
+def test_anonymous_access_opens_a_space_and_hidden_emails_are_left_out(rsps):
+    spaces = copy.deepcopy(SPACES)
+    spaces["results"][0]["permissions"] = space_permissions(("read", (), (), True))
+    add_listing(rsps, spaces=spaces)
+    entities = {e.entity_id: e for e in make().generate_entities({})}
+    assert all(e.access_is_public for e in entities.values())
+    assert ConfluenceSource.supports_access_control
+    from connectors.sources.confluence import _subjects
+    assert _subjects({"user": {"results": [user("zoe", email=False)]}}) == set()
