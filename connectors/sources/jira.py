@@ -23,6 +23,30 @@ zone, which the connector cannot know. Jira reports no deletions, so an incremen
 lists the ids of every issue in scope (`fields=id`, cheap) and reports the ids gone since the
 last run; comments removed from a changed issue are reported too. Cursor:
 `{"updated": <ISO time>, "issues": {<issue id>: [<comment id>, ...]}}`.
+
+Access (`supports_access_control`): an issue is seen by who may browse its project, narrowed by its
+issue security level when it has one (the `security` field); its comments follow it, narrowed again
+by a comment's `visibility` (a group or a project role).
+- browse: the project's permission scheme
+  (`GET /rest/api/2/project/{id}/permissionscheme?expand=permissions,user,group,projectRole`), its
+  `BROWSE_PROJECTS` (Server: `BROWSE`) grants. Holders: `user` -> `user:<email>`; `group` ->
+  `group:<name>`; `projectRole` -> `group:role:<project id>:<role id>`; `reporter` / `assignee` ->
+  that issue's reporter / assignee; `anyone` and `applicationRole` (anonymous or any user of the
+  product) -> open to the organization. Others (project lead, user and group custom fields,
+  Service Management customers) are not mirrored: they let nobody in here.
+- security levels: `GET /rest/api/2/project/{id}/issuesecuritylevelscheme` (404: the project has
+  none) and `GET /rest/api/2/issuesecurityschemes/{scheme id}/members` (paged by `startAt` /
+  `isLast`), whose holders map as above. A level whose members cannot be read leaves its issues
+  closed.
+- groups, listed at each sync (`generate_access_memberships`): each project role's actors
+  (`GET /rest/api/2/project/{id}/role`, then `.../role/{role id}`: user actors by e-mail, read with
+  `GET /rest/api/2/user?accountId=` (Cloud) or `?username=` (Server); group actors as nested groups),
+  and each group named by a grant, a level or a role
+  (`GET /rest/api/2/group/member?groupname=`, paged by `startAt` / `isLast`).
+Users are principals by e-mail: Cloud hides most addresses, and a person without a visible one is left
+out. When a security level narrows a project, groups are expanded into the users listed in the same run
+(`_atlassian.narrowed`). The permission scheme and the security levels need the Administer projects
+permission; a refusal (403) fails the sync with a config_error rather than leaving issues half-mirrored.
 """
 from __future__ import annotations
 
@@ -31,16 +55,19 @@ from dataclasses import dataclass, field
 from typing import Iterator
 from urllib.parse import urlsplit
 
-from connectors.base import BaseEntity, BaseSource, Breadcrumb, ConfigField, SourceError
+from connectors.base import AccessMembership, BaseEntity, BaseSource, Breadcrumb, ConfigField, SourceError
 from connectors.http import HttpError, cursor_pages
 from connectors.sources._atlassian import (
-    AtlassianCommentEntity, AtlassianMixin, atlassian_source, clean_keys, minutes_since, newer, validate_site,
+    AtlassianCommentEntity, AtlassianMixin, atlassian_source, clean_keys, minutes_since, narrowed, newer,
+    user_principal, validate_site,
 )
 from connectors.sources._saas import parse_time
 
 _PROJECT_KEY = re.compile(r"^[A-Z][A-Z0-9_]{0,254}$")
 ISSUE_FIELDS = ("summary", "description", "status", "priority", "issuetype", "project", "assignee", "reporter",
-                "labels", "components", "created", "updated", "resolution", "parent", "comment")
+                "labels", "components", "created", "updated", "resolution", "parent", "comment", "security")
+BROWSE = ("BROWSE_PROJECTS", "BROWSE")  # Cloud and recent Server; older Server
+OPEN_HOLDERS = ("anyone", "applicationRole")
 
 
 def _name(user: dict | None) -> str:
@@ -87,8 +114,15 @@ class JiraCommentEntity(AtlassianCommentEntity):
 @atlassian_source(
     name="Jira",
     short_name="jira",
-    mirrored_permissions=(("project roles and issue security levels: not mirrored yet, issues are visible to "
-                           "the whole organization", False),),
+    mirrored_permissions=(
+        ("Browse projects grants: users, groups and project roles (their actors, listed at each sync)", True),
+        ("issue security levels: users, groups, project roles, reporter and assignee", True),
+        ("reporter and assignee grants, from each issue's own reporter and assignee", True),
+        ("comment visibility limited to a group or a project role", True),
+        ("anyone (anonymous) and application access: open to the organization", True),
+        ("users whose e-mail address the profile hides (left out)", False),
+        ("project lead, user and group custom field and Service Management customer grants (nobody let in)", False),
+    ),
     description="Issues of a Jira Cloud, Server or Data Center site, with their comments.",
     scope_field=ConfigField("projects", "Projects", "array", "Keys of the projects to index, e.g. ENG; empty for "
                             "every project the account can browse.", items_type="string", default=[]),
@@ -100,6 +134,7 @@ class JiraSource(AtlassianMixin, BaseSource):
 
     PRODUCT = "jira"
     page_size = 100
+    supports_access_control = True
 
     @classmethod
     def validate_config(cls, config: dict, *, for_api: bool = False) -> dict:
@@ -177,6 +212,7 @@ class JiraSource(AtlassianMixin, BaseSource):
         project_crumb = Breadcrumb(project.get("id") or project.get("key", ""), project.get("name") or
                                    project.get("key", ""), "JiraProject")
         labels = list(fields.get("labels") or [])
+        access = self._issue_levels(str(project.get("id", "")), fields)
         raw = {"key": key, "project_key": project.get("key"), "issue_type": (fields.get("issuetype") or {}).get("name"),
                "status": (fields.get("status") or {}).get("name"),
                "status_category": ((fields.get("status") or {}).get("statusCategory") or {}).get("key"),
@@ -191,7 +227,7 @@ class JiraSource(AtlassianMixin, BaseSource):
             web_url=f"{site}/browse/{key}", url=issue.get("self", ""), key=key, project_key=project.get("key", ""),
             issue_type=raw["issue_type"] or "", status=raw["status"] or "", priority=raw["priority"] or "",
             assignee=raw["assignee"], reporter=raw["reporter"], labels=labels,
-            description=fields.get("description") or "", raw_source_fields=raw)
+            description=fields.get("description") or "", raw_source_fields=raw, **self._narrow(access))
         if not self.config.get("include_comments", True):
             return
         embedded = fields.get("comment") or {}
@@ -209,6 +245,7 @@ class JiraSource(AtlassianMixin, BaseSource):
                     updated_at=parse_time(comment.get("updated")),
                     web_url=f"{site}/browse/{key}?focusedCommentId={comment['id']}", url=comment.get("self", ""),
                     issue_key=key, author=author, body=comment.get("body") or "",
+                    **self._narrow(access + self._visibility(str(project.get("id", "")), comment)),
                     raw_source_fields={"issue_key": key, "author": author,
                                        **({"public": comment["jsdPublic"]} if "jsdPublic" in comment else {})})
         for old in self._previous.get(issue["id"], []):
@@ -231,6 +268,202 @@ class JiraSource(AtlassianMixin, BaseSource):
 
         for page in cursor_pages(fetch):
             yield from page
+
+    # --- access -------------------------------------------------------------------------------
+
+    def generate_access_memberships(self) -> list[AccessMembership]:
+        """Each project role's actors and each named group's members; see the module docstring.
+
+        Raises SourceError (config_error) when Jira refuses to show a permission scheme or a role (403).
+        """
+        for project in self._projects():
+            self._browse(project["id"])
+            self._roles(project["id"])
+            self._security(project["id"])
+        members = self._members()
+        return [AccessMembership(group, member) for group, listed in members.items() for member in listed]
+
+    def _get(self, path: str, params: dict | None = None) -> dict | list:
+        try:
+            return self.http.get_json(f"{self.api_base()}{path}", params=params)
+        except HttpError as exc:
+            if exc.status == 403:
+                raise SourceError(f"Jira refused {path} (403): mirroring access needs the Administer projects "
+                                  f"permission", "config_error") from None
+            raise
+
+    def _projects(self) -> list[dict]:
+        """The projects in scope (`GET /rest/api/2/project`, every project the account can see), read once."""
+        if getattr(self, "_project_list", None) is None:
+            wanted = set(self.config.get("projects") or [])
+            self._project_list = [p for p in self._get("/rest/api/2/project") if not wanted or p["key"] in wanted]
+        return self._project_list
+
+    def _cache(self, name: str) -> dict:
+        return self.__dict__.setdefault(name, {})
+
+    def _holder(self, project_id: str, holder: dict) -> str | None:
+        """A grant's holder as a principal, "open", "reporter", "assignee", or None (not mirrored)."""
+        kind, parameter = holder.get("type"), holder.get("parameter") or ""
+        if kind in OPEN_HOLDERS:
+            return "open"
+        if kind in ("reporter", "assignee"):
+            return kind
+        if kind == "group" and parameter:
+            self._cache("_groups_named").setdefault(parameter, None)
+            return f"group:{parameter}"
+        if kind == "projectRole" and parameter:
+            return f"group:role:{project_id}:{parameter}"
+        if kind == "user":
+            return self._user(holder.get("user") or {}, parameter)
+        return None
+
+    def _user(self, user: dict, ref: str = "") -> str | None:
+        """`user:<email>` of a user object, reading the user (`GET /rest/api/2/user`) when it carries no address."""
+        principal = user_principal(user)
+        ref = ref or user.get("accountId") or user.get("name") or ""
+        if principal or not ref:
+            return principal
+        cache = self._cache("_users")
+        if ref not in cache:
+            param = {"accountId": ref} if self.is_cloud else {"username": ref}
+            try:
+                cache[ref] = user_principal(self._get("/rest/api/2/user", param))
+            except HttpError as exc:
+                if exc.status != 404:
+                    raise
+                cache[ref] = None
+        return cache[ref]
+
+    def _browse(self, project_id: str) -> set[str] | None:
+        """Who may browse a project: principals plus "reporter" / "assignee"; None when it is open."""
+        cache = self._cache("_browsers")
+        if project_id not in cache:
+            scheme = self._get(f"/rest/api/2/project/{project_id}/permissionscheme",
+                               {"expand": "permissions,user,group,projectRole"})
+            out: set[str] | None = set()
+            for grant in scheme.get("permissions") or []:
+                if grant.get("permission") not in BROWSE:
+                    continue
+                principal = self._holder(project_id, grant.get("holder") or {})
+                if principal == "open":
+                    out = None
+                    break
+                if principal:
+                    out.add(principal)
+            cache[project_id] = out
+        return cache[project_id]
+
+    def _security(self, project_id: str) -> dict[str, set[str]]:
+        """{security level id: principals (with "reporter" / "assignee")} of a project; {} without a scheme."""
+        cache = self._cache("_levels")
+        if project_id not in cache:
+            levels: dict[str, set[str]] = {}
+            try:
+                scheme = self._get(f"/rest/api/2/project/{project_id}/issuesecuritylevelscheme")
+            except HttpError as exc:
+                if exc.status != 404:
+                    raise
+                scheme = {}
+            if scheme.get("id") is not None:
+                for level in scheme.get("levels") or []:
+                    levels[str(level["id"])] = set()
+
+                def fetch(start):
+                    body = self._get(f"/rest/api/2/issuesecurityschemes/{scheme['id']}/members",
+                                     {"startAt": start or 0, "maxResults": 50})
+                    values = body.get("values") or []
+                    following = body.get("startAt", 0) + len(values)
+                    return values, None if body.get("isLast", True) or not values else following
+
+                for page in cursor_pages(fetch):
+                    for member in page:
+                        principal = self._holder(project_id, member.get("holder") or {})
+                        if principal and principal != "open":
+                            levels.setdefault(str(member["issueSecurityLevelId"]), set()).add(principal)
+            cache[project_id] = levels
+        return cache[project_id]
+
+    def _roles(self, project_id: str) -> dict[str, str]:
+        """{role name: role id} of a project; each role's actors go to the memberships (read once)."""
+        cache = self._cache("_role_ids")
+        if project_id not in cache:
+            roles = self._get(f"/rest/api/2/project/{project_id}/role")
+            cache[project_id] = {name: url.rstrip("/").rsplit("/", 1)[-1] for name, url in roles.items()}
+            members = self._cache("_role_members")
+            for role_id in cache[project_id].values():
+                role = self._get(f"/rest/api/2/project/{project_id}/role/{role_id}")
+                listed = set()
+                for actor in role.get("actors") or []:
+                    if actor.get("type") == "atlassian-group-role-actor":
+                        name = (actor.get("actorGroup") or {}).get("name") or actor.get("name")
+                        if name:
+                            self._cache("_groups_named").setdefault(name, None)
+                            listed.add(f"group:{name}")
+                    elif actor.get("type") == "atlassian-user-role-actor":
+                        user = actor.get("actorUser") or {}
+                        principal = self._user(user, user.get("accountId") or actor.get("name") or "")
+                        if principal:
+                            listed.add(principal)
+                members[f"role:{project_id}:{role_id}"] = listed
+        return cache[project_id]
+
+    def _members(self) -> dict[str, set[str]]:
+        """{group id: members} of every role and named group seen so far (groups' members read once each)."""
+        members = dict(self._cache("_role_members"))
+        named = self._cache("_groups_named")
+        for name in list(named):
+            if named[name] is None:
+                listed: set[str] = set()
+
+                def fetch(start, name=name):
+                    body = self._get("/rest/api/2/group/member", {"groupname": name, "startAt": start or 0,
+                                                                  "maxResults": 50, "includeInactiveUsers": "false"})
+                    values = body.get("values") or []
+                    following = body.get("startAt", 0) + len(values)
+                    return values, None if body.get("isLast", True) or not values else following
+
+                for page in cursor_pages(fetch):
+                    listed |= {p for p in map(user_principal, page) if p}
+                named[name] = listed
+            members[name] = named[name]
+        return members
+
+    def _issue_levels(self, project_id: str, fields: dict) -> list[set[str]]:
+        """The constraints on an issue: its project's browsers (unless open) and its security level."""
+        def resolve(principals: set[str]) -> set[str]:
+            out = {p for p in principals if p.startswith(("user:", "group:"))}
+            for role in ("reporter", "assignee"):
+                if role in principals:
+                    who = self._user(fields.get(role) or {})
+                    if who:
+                        out.add(who)
+            return out
+
+        levels = []
+        browsers = self._browse(project_id)
+        if browsers is not None:
+            levels.append(resolve(browsers))
+        security = fields.get("security")
+        if security:
+            levels.append(resolve(self._security(project_id).get(str(security.get("id")), set())))
+        return levels
+
+    def _visibility(self, project_id: str, comment: dict) -> list[set[str]]:
+        """A comment's own constraint: its `visibility` group (with its members, read now: the group may be
+        named by no grant) or project role (by name; an unknown role lets nobody in), if any."""
+        visibility = comment.get("visibility") or {}
+        kind, name = visibility.get("type"), visibility.get("value")
+        if kind == "group" and name:
+            self._cache("_groups_named").setdefault(name, None)
+            return [{f"group:{name}"} | self._members()[name]]
+        if kind == "role" and name:
+            role_id = self._roles(project_id).get(name)
+            return [{f"group:role:{project_id}:{role_id}"}] if role_id else [set()]
+        return []
+
+    def _narrow(self, levels: list[set[str]]) -> dict:
+        return narrowed(levels, self._members() if len(levels) > 1 else {})
 
     # --- cursor and deletions -----------------------------------------------------------------
 

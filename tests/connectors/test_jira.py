@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import time
 from urllib.parse import parse_qs
 
@@ -42,6 +43,74 @@ def rsps(monkeypatch):
         yield mock
 
 
+def grant(holder_type, parameter=None, permission="BROWSE_PROJECTS", **extra):
+    """One grant of a permission scheme, as `expand=permissions,user,group,projectRole` shows it."""
+    holder = {"type": holder_type, **({"parameter": parameter, "value": parameter} if parameter else {}), **extra}
+    return {"id": 10000 + len(holder_type), "self": f"{SERVER}/rest/api/2/permissionscheme/0/permission/1",
+            "holder": holder, "permission": permission}
+
+
+def permission_scheme(*grants):
+    return {"expand": "permissions,user,group,projectRole,field,all", "id": 10000, "name": "Default Permission Scheme",
+            "self": f"{SERVER}/rest/api/2/permissionscheme/10000", "description": "", "permissions": list(grants)}
+
+
+def add_browse(rsps, base=SERVER, scheme=None):
+    """Every project's permission scheme (the recording's issue 3 names project 10843); by default any user of
+    the product may browse (open)."""
+    rsps.add("GET", re.compile(re.escape(base) + r"/rest/api/2/project/\d+/permissionscheme"),
+             json=scheme or permission_scheme(grant("applicationRole"), grant("group", "jira-administrators",
+                                                                             permission="ADMINISTER_PROJECTS")),
+             match=[query_param_matcher({"expand": "permissions,user,group,projectRole"})])
+
+
+def add_project_access(rsps, base=SERVER, roles=None, scheme=None, security=None, groups=None, users=None):
+    """What a sync reads before the issues: the projects, each role's actors, the permission scheme, the
+    issue security scheme (404 when `security` is None: the project has none), its members, and each group's
+    members. `roles`: {role id: (name, actors)}; `groups`: {name: [emails]}; `users`: {account id: email}."""
+    rsps.add("GET", f"{base}/rest/api/2/project", json=[
+        {"expand": "description,lead,issueTypes,url,projectKeys,permissions,insight", "self":
+         f"{base}/rest/api/2/project/10841", "id": "10841", "key": "HELP", "name": "Help-Desk",
+         "projectTypeKey": "software", "simplified": False}])
+    add_browse(rsps, base, scheme=scheme)
+    roles = roles or {}
+    rsps.add("GET", f"{base}/rest/api/2/project/10841/role",
+             json={name: f"{base}/rest/api/2/project/10841/role/{rid}" for rid, (name, _) in roles.items()})
+    for rid, (name, actors) in roles.items():
+        rsps.add("GET", f"{base}/rest/api/2/project/10841/role/{rid}", json={
+            "self": f"{base}/rest/api/2/project/10841/role/{rid}", "name": name, "id": int(rid),
+            "description": "", "actors": actors})
+    if security is None:
+        rsps.add("GET", f"{base}/rest/api/2/project/10841/issuesecuritylevelscheme", status=404,
+                 json={"errorMessages": ["No issue security scheme is associated with this project."], "errors": {}})
+    else:
+        levels, members = security
+        rsps.add("GET", f"{base}/rest/api/2/project/10841/issuesecuritylevelscheme", json={
+            "self": f"{base}/rest/api/2/issuesecurityschemes/10100", "id": 10100, "name": "Staff only",
+            "description": "", "defaultSecurityLevelId": None,
+            "levels": [{"self": f"{base}/rest/api/2/securitylevel/{lid}", "id": lid, "description": "", "name": n}
+                       for lid, n in levels.items()]})
+        rsps.add("GET", f"{base}/rest/api/2/issuesecurityschemes/10100/members", json={
+            "self": "", "maxResults": 50, "startAt": 0, "total": len(members), "isLast": True,
+            "values": [{"id": 10300 + n, "issueSecurityLevelId": int(lid), "holder": holder}
+                       for n, (lid, holder) in enumerate(members)]})
+    for name, emails in (groups or {}).items():
+        rsps.add("GET", f"{base}/rest/api/2/group/member", match=[query_param_matcher(
+            {"groupname": name, "startAt": "0", "maxResults": "50", "includeInactiveUsers": "false"})], json={
+            "self": "", "maxResults": 50, "startAt": 0, "total": len(emails), "isLast": True,
+            "values": [jira_user(e) for e in emails]})
+    for account, email in (users or {}).items():
+        rsps.add("GET", f"{base}/rest/api/2/user", json=jira_user(email, account),
+                 match=[query_param_matcher({"accountId": account})])
+
+
+def jira_user(email, account=None):
+    """A Cloud user object (`emailAddress` present when the profile shows it)."""
+    return {"self": f"{CLOUD}/rest/api/2/user?accountId={account or email}", "accountId": account or email,
+            "accountType": "atlassian", "emailAddress": email, "displayName": email.split("@")[0].title(),
+            "active": True, "timeZone": "Europe/Madrid"}
+
+
 def add_server_search(rsps, jql=ORDER.strip(), pages=(ISSUES_1, ISSUES_2), fields=FIELDS):
     for page in pages:
         rsps.add("GET", f"{SERVER}/rest/api/2/search", json=page, match=[query_param_matcher(
@@ -67,6 +136,7 @@ def make(credentials=None, **config):
 
 def test_server_search_and_comments_are_paged_by_start_at(rsps):
     add_server_search(rsps)
+    add_browse(rsps)
     add_comments(rsps)
     add_no_comments(rsps)
     source = make()
@@ -108,6 +178,7 @@ def test_cloud_over_oauth_pages_by_token_and_refreshes_an_expired_access_token(r
     rsps.add("GET", f"{GATEWAY}/rest/api/2/search/jql", json=last,
              match=[query_param_matcher({**base, "nextPageToken": "CAEaAggD"})])
     add_no_comments(rsps, GATEWAY, ("1", "2", "3"))
+    add_browse(rsps, GATEWAY)
     source = make({"access_token": "at-1", "refresh_token": "rt-1", "expires_at": time.time() - 10,
                    "client_id": "cid", "client_secret": "cs"}, site_url=CLOUD, projects=["help"])
     entities = list(source.generate_entities({}))
@@ -123,6 +194,7 @@ def test_a_429_with_retry_after_is_retried(rsps):
              body="Rate limit exceeded.")
     add_server_search(rsps, pages=[{**ISSUES_2, "startAt": 0, "total": 1}])
     add_no_comments(rsps, ids=("3",))
+    add_browse(rsps)
     assert [e.key for e in make().generate_entities({})] == ["HELP-6041"]
     assert rsps.calls[0].response.status_code == 429
 
@@ -131,7 +203,7 @@ def test_a_refused_api_token_marks_the_connection_needs_reauth(rsps, make_collec
     connection = source_connection_create(
         collection=make_collection(), short_name="jira", config={"site_url": CLOUD},
         authentication={"credentials": {"email": "ann@example.com", "api_token": "bad"}}, sync_immediately=False)
-    rsps.add("GET", f"{CLOUD}/rest/api/2/search/jql", status=401,
+    rsps.add("GET", f"{CLOUD}/rest/api/2/project", status=401,  # the first call of a sync
              json={"errorMessages": ["You do not have permission to see the specified issue."], "errors": {}})
     job = sync_job_run(job_id=sync_job_start(source_connection=connection, enqueue=False).id)
     connection.refresh_from_db()
@@ -145,6 +217,7 @@ def test_sync_is_searchable_then_an_incremental_run_removes_a_deleted_issue_and_
     add_server_search(rsps)
     add_comments(rsps)
     add_no_comments(rsps)
+    add_project_access(rsps)
     connection = source_connection_create(
         collection=make_collection(), short_name="jira", config={"site_url": SERVER},
         authentication={"credentials": {"api_token": "pat-123"}}, sync_immediately=False)
@@ -168,6 +241,7 @@ def test_sync_is_searchable_then_an_incremental_run_removes_a_deleted_issue_and_
     alive = [{"id": i["id"], "key": i["key"], "self": i["self"]} for i in (ALL_ISSUES[0], ALL_ISSUES[2])]
     add_server_search(rsps, jql=ORDER.strip(), fields="id",
                       pages=[{"startAt": 0, "maxResults": 2, "total": 2, "issues": alive}])
+    add_project_access(rsps)
     job = sync_job_run(job_id=sync_job_start(source_connection=connection, enqueue=False).id)
     assert (job.status, job.entities_updated, job.entities_deleted) == ("completed", 2, 2), job.error
     assert sorted(Entity.objects.filter(source_connection=connection).values_list("entity_id", flat=True)) == [
