@@ -262,3 +262,77 @@ def test_a_private_site_is_refused_at_creation_with_a_422(client, make_collectio
                                             "config": {"site_url": "http://192.168.1.20/jira"},
                                             "authentication": {"credentials": {"api_token": "x"}}}, format="json")
     assert r.status_code == 422 and "site_url" in json.dumps(r.json())
+
+
+def acl_issues():
+    """The three recorded issues, all in HELP (10841): issue 1 with two embedded comments (10024 visible to the
+    group jira-staff only), issue 2 at the security level Staff, issue 3 at Reporter only (carol reports it)."""
+    issues = copy.deepcopy(ALL_ISSUES)
+    for issue in issues:
+        issue["fields"]["project"] = {**issue["fields"]["project"], "id": "10841"}
+        issue["fields"]["comment"] = {"comments": [], "maxResults": 0, "total": 0, "startAt": 0}
+    comments = copy.deepcopy(COMMENTS_1["comments"][:2])
+    comments[1]["visibility"] = {"type": "group", "value": "jira-staff", "identifier": "276f955c-63d7-42c8-9520"}
+    issues[0]["fields"]["comment"] = {"comments": comments, "maxResults": 2, "total": 2, "startAt": 0}
+    issues[1]["fields"]["security"] = {"self": f"{CLOUD}/rest/api/2/securitylevel/10021", "id": "10021",
+                                       "description": "Staff only", "name": "Staff"}
+    issues[2]["fields"]["security"] = {"self": f"{CLOUD}/rest/api/2/securitylevel/10022", "id": "10022",
+                                       "description": "", "name": "Reporter only"}
+    issues[2]["fields"]["reporter"] = jira_user("carol@example.com", "5b10a2844c20165700ede21c")
+    return issues
+
+
+def add_acl(rsps):
+    issues = acl_issues()
+    rsps.add("GET", f"{CLOUD}/rest/api/2/search/jql", json={"issues": issues, "isLast": True})
+    developers = [
+        {"id": 10240, "displayName": "jira-developers", "type": "atlassian-group-role-actor", "name": "jira-developers",
+         "actorGroup": {"name": "jira-developers", "displayName": "jira-developers", "groupId": "6e87dc72-4f1f-421f"}},
+        {"id": 10241, "displayName": "Carol", "type": "atlassian-user-role-actor",
+         "actorUser": {"accountId": "5b10a2844c20165700ede21c"}}]
+    add_project_access(
+        rsps, base=CLOUD, roles={"10002": ("Developers", developers)},
+        scheme=permission_scheme(grant("projectRole", "10002"), grant("anyone", permission="CREATE_ISSUES")),
+        security=({"10021": "Staff", "10022": "Reporter only"},
+                  [("10021", {"type": "group", "parameter": "jira-staff", "value": "276f955c-63d7-42c8-9520",
+                              "expand": "group"}),
+                   ("10022", {"type": "reporter", "expand": ""})]),
+        groups={"jira-developers": ["alice@example.com", "bob@example.com"],
+                "jira-staff": ["alice@example.com", "dave@example.com"]},
+        users={"5b10a2844c20165700ede21c": "carol@example.com"})
+
+
+def acl_world(rsps):
+    """The access world of tests/access/test_source_matrix.py (see acl_issues): the Developers role browses."""
+    from tests.access.test_source_matrix import AclWorld
+
+    add_acl(rsps)
+    open_to_all = {"1", "1/comment/10022"}
+    return AclWorld(short_name="jira", credentials={"email": "ann@example.com", "api_token": "tok"},
+                    config={"site_url": CLOUD, "projects": ["HELP"]},
+                    visible={"alice": open_to_all | {"1/comment/10024", "2"}, "bob": open_to_all,
+                             "carol": open_to_all | {"3"}},
+                    everything=open_to_all | {"1/comment/10024", "2", "3"})
+
+
+def test_browse_grants_security_levels_and_comment_visibility_narrow_each_other():
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+        add_acl(rsps)
+        source = make({"email": "ann@example.com", "api_token": "tok"}, site_url=CLOUD, projects=["HELP"])
+        memberships = {(m.group_id, m.member) for m in source.generate_access_memberships()}
+        access = {e.entity_id: e.access_viewers for e in source.generate_entities({})}
+    assert ("role:10841:10002", "group:jira-developers") in memberships
+    assert ("role:10841:10002", "user:carol@example.com") in memberships
+    assert ("jira-developers", "user:bob@example.com") in memberships
+    assert access["1"] == access["1/comment/10022"] == ["group:role:10841:10002"]
+    assert access["1/comment/10024"] == ["user:alice@example.com"]  # developers ∩ jira-staff
+    assert access["2"] == ["user:alice@example.com"]
+    assert access["3"] == ["user:carol@example.com"]
+
+
+def test_anyone_may_browse_opens_the_project(rsps):
+    add_server_search(rsps, pages=[{**ISSUES_2, "startAt": 0, "total": 1}])
+    add_no_comments(rsps, ids=("3",))
+    add_browse(rsps, scheme=permission_scheme(grant("anyone")))
+    [issue] = make().generate_entities({})
+    assert issue.access_is_public and JiraSource.supports_access_control
