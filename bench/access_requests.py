@@ -7,7 +7,7 @@ tests/connectors, documented request and response shapes) in-process, without th
 and counts the HTTP requests each makes (the fakes answer; nothing leaves the machine). A
 request counts as "access" when the memberships listing makes it, or when it reads a permission
 endpoint during the listing (`/permissions`, `/collaborations`, `/members`, `/collaborators`,
-`/teams`, `/users/`, `get_current_account`, `/repos/<owner>/<name>`). Prints one line per source
+`/teams`, `/users/`, `/restriction/`, `get_current_account`, `/repos/<owner>/<name>`). Prints one line per source
 and saves JSON under bench/results/. These are counts on small fixed corpora, not timings.
 
     .venv/bin/python bench/access_requests.py
@@ -26,7 +26,7 @@ BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "airweave.settings")
 os.environ.setdefault("DEBUG", "false")
-ACCESS_URL = re.compile(r"/permissions|/collaborations|/members|/collaborators|/teams|/users/|get_current_account|"
+ACCESS_URL = re.compile(r"/permissions|/restriction/|/collaborations|/members|/collaborators|/teams|/users/|get_current_account|"
                         r"/repos/[^/?]+/[^/?]+(\?|$)")
 
 
