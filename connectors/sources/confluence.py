@@ -6,7 +6,7 @@ true). Auth: email + API token, a personal access token, or OAuth 2.0 (3LO) thro
 api.atlassian.com (`/ex/confluence/<cloud id>/wiki/...`); see `_atlassian.py`.
 
 API (REST v1, on Cloud and Server alike):
-- `GET /rest/api/space?limit=50&expand=description.plain` for the spaces;
+- `GET /rest/api/space?limit=50&expand=description.plain,permissions` for the spaces;
 - `GET /rest/api/content/search?cql=...&expand=body.storage,version,space,ancestors,history,container`
   for pages, blog posts and comments in one listing, paged by `_links.next` (a cursor on Cloud,
   `start` on Server). The storage format (XHTML) is turned into text by the HTML converter.
