@@ -111,18 +111,22 @@ class JiraCommentEntity(AtlassianCommentEntity):
         return self.issue_key
 
 
+# What the Jira source mirrors of Jira's permissions (Jira Service Management adds to it).
+JIRA_MIRRORED_PERMISSIONS = (
+    ("Browse projects grants: users, groups and project roles (their actors, listed at each sync)", True),
+    ("issue security levels: users, groups, project roles, reporter and assignee", True),
+    ("reporter and assignee grants, from each issue's own reporter and assignee", True),
+    ("comment visibility limited to a group or a project role", True),
+    ("anyone (anonymous) and application access: open to the organization", True),
+    ("users whose e-mail address the profile hides (left out)", False),
+    ("project lead, user and group custom field and Service Management customer grants (nobody let in)", False),
+)
+
+
 @atlassian_source(
     name="Jira",
     short_name="jira",
-    mirrored_permissions=(
-        ("Browse projects grants: users, groups and project roles (their actors, listed at each sync)", True),
-        ("issue security levels: users, groups, project roles, reporter and assignee", True),
-        ("reporter and assignee grants, from each issue's own reporter and assignee", True),
-        ("comment visibility limited to a group or a project role", True),
-        ("anyone (anonymous) and application access: open to the organization", True),
-        ("users whose e-mail address the profile hides (left out)", False),
-        ("project lead, user and group custom field and Service Management customer grants (nobody let in)", False),
-    ),
+    mirrored_permissions=JIRA_MIRRORED_PERMISSIONS,
     description="Issues of a Jira Cloud, Server or Data Center site, with their comments.",
     scope_field=ConfigField("projects", "Projects", "array", "Keys of the projects to index, e.g. ENG; empty for "
                             "every project the account can browse.", items_type="string", default=[]),

@@ -13,6 +13,12 @@ that is not a customer request (404 from the Service Management API) keeps the a
 The service desk API answers 429 with Retry-After like the rest of Jira, which the shared
 client waits out.
 
+Access (`supports_access_control`), as the Jira source mirrors it: who may browse the service
+desk project (its permission scheme's grants; agents usually through the "Service Desk Team"
+role), issue security levels, and comments limited to a group or role. What Service Management
+adds on top of Jira permissions, the customers' view of their own requests on the portal, is not
+mirrored: customers who are not agents see none of the requests here (narrower, never wider).
+
 Entities: JiraIssueEntity (the request; breadcrumb: the service desk project) and
 JiraCommentEntity, as the Jira source names them.
 """
@@ -23,7 +29,7 @@ from typing import Iterator
 from connectors.base import BaseEntity, ConfigField
 from connectors.http import HttpError
 from connectors.sources._atlassian import atlassian_source
-from connectors.sources.jira import JiraCommentEntity, JiraIssueEntity, JiraSource
+from connectors.sources.jira import JIRA_MIRRORED_PERMISSIONS, JiraCommentEntity, JiraIssueEntity, JiraSource
 
 
 @atlassian_source(
@@ -33,6 +39,8 @@ from connectors.sources.jira import JiraCommentEntity, JiraIssueEntity, JiraSour
     scope_field=ConfigField("projects", "Service desk projects", "array", "Keys of the service desk projects, e.g. "
                             "ITH; empty for every service desk the account can browse.", items_type="string",
                             default=[]),
+    mirrored_permissions=(*JIRA_MIRRORED_PERMISSIONS,
+                          ("customers' portal access to their own requests and their organizations'", False)),
     labels=("IT Service Management", "Customer Support", "Ticketing"),
     entity_types=(JiraIssueEntity, JiraCommentEntity),
 )

@@ -67,6 +67,38 @@ def requests_view(fake, keys=("ITH-1", "ITH-2")):
                    "i18nKey": "sd.request.not.found", "parameters": []}}))
 
 
+AGENTS_ROLE = f"{SITE}/rest/api/2/project/10001/role/10100"
+
+
+def project_access(fake):
+    """Who may browse ITH, as Jira answers it: BROWSE_PROJECTS granted to the Service Desk Team role,
+    whose actor is the group service-desk-agents (Tom); no issue security scheme (404)."""
+    fake.route("GET", "/rest/api/2/project", headers=AUTH, reply=[PROJECT])
+    fake.route("GET", "/rest/api/2/project/10001/permissionscheme", headers=AUTH,
+               query={"expand": "permissions,user,group,projectRole"}, reply={
+                   "id": 10000, "name": "ITH: Jira Service Management Permission Scheme",
+                   "self": f"{SITE}/rest/api/2/permissionscheme/10000", "permissions": [
+                       {"id": 10300, "self": f"{SITE}/rest/api/2/permissionscheme/10000/permission/10300",
+                        "permission": "BROWSE_PROJECTS", "holder": {
+                            "type": "projectRole", "parameter": "10100", "value": "10100",
+                            "projectRole": {"self": AGENTS_ROLE, "name": "Service Desk Team", "id": 10100}}}]})
+    fake.route("GET", "/rest/api/2/project/10001/role", headers=AUTH, reply={"Service Desk Team": AGENTS_ROLE})
+    fake.route("GET", "/rest/api/2/project/10001/role/10100", headers=AUTH, reply={
+        "self": AGENTS_ROLE, "name": "Service Desk Team", "id": 10100, "actors": [{
+            "id": 10210, "displayName": "service-desk-agents", "type": "atlassian-group-role-actor",
+            "name": "service-desk-agents", "actorGroup": {"name": "service-desk-agents",
+                                                          "displayName": "service-desk-agents",
+                                                          "groupId": "5d9c3a5e-7f1b-4c2d-9e8a-1b2c3d4e5f60"}}]})
+    fake.route("GET", "/rest/api/2/project/10001/issuesecuritylevelscheme", headers=AUTH, reply=(
+        404, {}, {"errorMessages": ["No issue security level scheme is associated with the project."], "errors": {}}))
+    fake.route("GET", "/rest/api/2/group/member", headers=AUTH, query={
+        "groupname": "service-desk-agents", "startAt": "0", "maxResults": "50", "includeInactiveUsers": "false"},
+        reply={"self": f"{SITE}/rest/api/2/group/member?groupname=service-desk-agents", "maxResults": 50,
+               "startAt": 0, "total": 1, "isLast": True, "values": [{
+                   "accountId": "5b10ac8d82e05b22cc7d4ef5", "emailAddress": "tom@harbour.example",
+                   "displayName": "Tom Reyes", "active": True, "accountType": "atlassian"}]})
+
+
 def make():
     return JiraServiceManagementSource(JiraServiceManagementSource.validate_config(CONFIG),
                                        {"email": EMAIL, "api_token": TOKEN})
@@ -76,6 +108,7 @@ def test_requests_with_public_replies_internal_notes_and_the_portal_link(vendor)
     fake = vendor(SITE)
     search(fake, SCOPE + ORDER, [VPN, LAPTOP, TASK])
     requests_view(fake)
+    project_access(fake)
     entities = {e.entity_id: e for e in make().generate_entities({})}
     vpn = entities["20001"]
     assert isinstance(vpn, JiraIssueEntity) and vpn.web_url == f"{SITE}/servicedesk/customer/portal/1/ITH-1"
@@ -94,6 +127,7 @@ def test_a_429_with_retry_after_is_waited_out(vendor):
         (429, {"Retry-After": "0"}, {"errorMessages": ["Rate limit exceeded."]}),
         (200, {}, {"issues": [LAPTOP], "isLast": True})])
     requests_view(fake)
+    project_access(fake)
     source = make()
     waits = []
     source.http.sleep = waits.append
@@ -101,8 +135,10 @@ def test_a_429_with_retry_after_is_waited_out(vendor):
 
 
 def test_a_refused_token_marks_the_connection_needs_reauth(vendor, make_collection):
-    vendor(SITE).route("GET", "/rest/api/2/search/jql", optional=("jql", "fields", "maxResults"),
-                       reply=(401, {}, "Client must be authenticated to access this resource."))
+    fake = vendor(SITE)  # the first request of a sync, the project listing of the access step, is refused
+    for path in ("/rest/api/2/project", "/rest/api/2/search/jql"):
+        fake.route("GET", path, optional=("jql", "fields", "maxResults"),
+                   reply=(401, {}, "Client must be authenticated to access this resource."))
     connection = connect(make_collection(), "jira_service_management",
                          {"email": EMAIL, "api_token": "revoked-0123456789"}, CONFIG)
     job = run_sync(connection)
@@ -115,12 +151,17 @@ def test_sync_search_then_an_incremental_run_removes_a_deleted_request(vendor, m
     fake = vendor(SITE)
     search(fake, SCOPE + ORDER, [VPN, LAPTOP])
     requests_view(fake)
+    project_access(fake)
     connection = connect(make_collection(), "jira_service_management", {"email": EMAIL, "api_token": TOKEN}, CONFIG)
     job = run_sync(connection)
     assert (job.status, job.entities_inserted) == ("completed", 4), job.error
     assert search_ids(client, "vpn keeps disconnecting on board", limit=1) == ["20001"]
+    vpn = Entity.objects.get(source_connection=connection, entity_id="20001")
+    assert not vpn.access_is_public and len(vpn.access_viewers) == 1 and vpn.access_viewers[0].startswith("group:")
+    assert vpn.access_viewers[0].endswith(":role:10001:10100")  # the Service Desk Team role, not the organization
 
     fake.routes.clear()
+    project_access(fake)
     fake.route("GET", "/rest/api/2/search/jql", headers=AUTH,
                query={"jql": lambda jql: re.fullmatch(SCOPE.replace("(", r"\(").replace(")", r"\)") +
                                                         r' AND updated >= "-\d+m"' + ORDER, jql) is not None,
