@@ -114,7 +114,7 @@ class CTTISource(PostgreSQLSource):
 
         selection = self._selection_key()
         since = (cursor or {}).get("last_update") if (cursor or {}).get("selection") == selection else None
-        self._full, self._present, self._cursor = since is None, None, dict(cursor or {})
+        self._full, self._present = since is None, None
         params = self._params(since)
         engine = self.engine()
         try:
