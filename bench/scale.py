@@ -305,14 +305,28 @@ def copy_chunks(collection, sc, corpus: Corpus, built: Built, entity_pks: list) 
 
 
 def write_postings(chunk_ids: list) -> None:
-    """The product's keyword index writer over the new chunks, 5,000 a transaction."""
+    """The product's keyword index writer over the new chunks, 5,000 a transaction, with the
+    postings' indexes dropped first and re-created from their own definitions after (a bulk load:
+    one sort per index instead of one index insertion per posting)."""
     from django.db import connection, transaction
 
     from airweave.collections import keyword_index
 
-    for start in range(0, len(chunk_ids), 5000):
-        with transaction.atomic(), connection.cursor() as cur:
-            keyword_index.index_chunks(cur, chunk_ids[start:start + 5000])
+    with connection.cursor() as cur:
+        cur.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'collections_keyword_posting'")
+        indexes = cur.fetchall()
+        for name, _ in indexes:
+            cur.execute(f"DROP INDEX {name}")
+    try:
+        for start in range(0, len(chunk_ids), 5000):
+            with transaction.atomic(), connection.cursor() as cur:
+                keyword_index.index_chunks(cur, chunk_ids[start:start + 5000])
+    finally:
+        with connection.cursor() as cur:
+            cur.execute("SET maintenance_work_mem = '2GB'")
+            for _, definition in indexes:
+                cur.execute(definition)
+            cur.execute("RESET maintenance_work_mem")
 
 
 def rebuild_hnsw() -> None:

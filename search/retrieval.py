@@ -7,6 +7,7 @@ for user principals, the access condition. Fusion is Reciprocal Rank Fusion
 from __future__ import annotations
 
 import json
+import math
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -14,21 +15,17 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import DEFAULT_DB_ALIAS, transaction
 
+from airweave.collections import keyword_index
 from airweave.collections.keyword_index import TEXT_SEARCH_CONFIG
 from airweave.collections.models import Collection
 from airweave.collections.vector_indexes import vector_cast
 from airweave.db_router import replica_aliases, search_alias, search_connection, search_reads
 from search.filters import SQLCondition
 
-# BM25 parameters (Robertson & Zaragoza 2009; Lucene's idf variant, as in bm25s). Chosen on the
-# SciFact train split by `bench/beir.py --tune` (grid k1 0.9-1.8 x b 0.5-0.9; best k1 = 1.2, b = 0.5).
-BM25_K1 = 1.2
-BM25_B = 0.5
-# A filtered keyword search looks scored chunks up one by one when it expects to need at most
-# max(MIN, SHARE x the collection's chunks) lookups, and joins them with the filtered chunks
-# otherwise (measured with bench/keyword_scale.py at 120k chunks: see docs/search.md).
-KEYWORD_WALK_MIN = 2000
-KEYWORD_WALK_SHARE = 0.1
+# BM25 parameters: the ones the postings' impacts were written with (keyword_index); bench/beir.py
+# --tune patches these two, and the keyword leg then scores exhaustively.
+BM25_K1 = keyword_index.BM25_K1
+BM25_B = keyword_index.BM25_B
 STRATEGIES = ("hybrid", "semantic", "keyword")
 
 
@@ -204,29 +201,204 @@ def vector_leg(q: RetrievalQuery, depth: int) -> list[Hit]:
 
 
 def keyword_leg(q: RetrievalQuery, depth: int) -> list[Hit]:
-    """BM25 over the keyword postings: Σ idf(t) · tf·(k1+1) / (tf + k1·(1 − b + b·dl/avgdl)).
+    """The `depth` best chunks by BM25 (best first): Σ idf(t) · tf·(k1+1) / (tf + k1·(1 − b + b·dl/avgdl)).
 
     idf(t) = ln(1 + (N − df + 0.5) / (df + 0.5)) (Lucene's variant, as in bm25s), with N and
-    avgdl from collections_keyword_stats and df counted over the collection's postings of the
-    query terms in the same single index-only pass that scores them; filters narrow the
-    candidates, never the statistics.
+    avgdl from collections_keyword_stats and df from collections_keyword_term; filters narrow the
+    candidates, never the statistics. The answer is exact (the same chunks and scores as
+    `keyword_leg_exhaustive`); docs/search.md, "The keyword leg", says how it is found fast:
+    impact-ordered postings read best first until the top `depth` cannot change (Fagin's
+    threshold algorithm), or, for a filter that keeps few chunks, scoring just those chunks.
+    With BM25 parameters other than the ones the postings were written with (a tuning run), it
+    falls back to the exhaustive plan.
     """
+    if (BM25_K1, BM25_B) != (keyword_index.BM25_K1, keyword_index.BM25_B):
+        return keyword_leg_exhaustive(q, depth)
     where, params = _where(q)
     filtered = q.condition.sql != "TRUE" or q.principals is not None
-    if filtered and _walk_pays(q, where, params, depth):
-        # Walk the scored chunks best first, looking each up by primary key, until `depth` pass
-        # the filter (OFFSET 0 keeps the lookup a per-row nested loop that LIMIT stops early).
-        tail = f"""SELECT s.chunk_id, c.entity_id, s.score
-                   FROM (SELECT chunk_id, score FROM scored ORDER BY score DESC) s
-                   CROSS JOIN LATERAL (SELECT c.entity_id FROM collections_chunk c
-                                       WHERE c.id = s.chunk_id AND {where} OFFSET 0) c
-                   LIMIT %s"""
-    elif filtered:  # a selective filter: one hash join of the scored chunks with the filtered ones
+    with transaction.atomic(using=search_alias()), search_connection().cursor() as cur:
+        stats = _keyword_statistics(cur, q)
+        if stats is None:
+            return []
+        if filtered:
+            kept = _estimated_rows(cur, where, params)
+            # Scoring the filtered chunks costs about one posting look-up per kept chunk; reading
+            # the lists best first costs about depth / share chunk look-ups per term.
+            share = min(1.0, max(kept, 1) / stats.n)
+            if kept <= len(stats.terms) * depth / share:
+                return _score_filtered_chunks(cur, stats, where, params, depth)
+        return _threshold_top(cur, stats, depth, (where, params) if filtered else None)
+
+
+@dataclass
+class _KeywordStatistics:
+    """A query's BM25 inputs in one collection: its terms (with df > 0) and their idf."""
+
+    collection_id: object
+    n: float  # chunks
+    avgdl: float  # mean chunk length in terms, now
+    drift: float  # max(1, avgdl / impact_avgdl): stored impacts times this bound today's weights
+    terms: list[str]
+    idf: list[float]
+
+    def weight(self, tf: float, dl: float) -> float:
+        """The saturated, length-normalised term frequency at today's avgdl."""
+        return tf * (BM25_K1 + 1) / (tf + BM25_K1 * (1 - BM25_B + BM25_B * dl / self.avgdl))
+
+
+def _keyword_statistics(cur, q: RetrievalQuery) -> _KeywordStatistics | None:
+    """N, avgdl and the query's terms with their df; None when the query has no indexed term."""
+    cur.execute(f"""
+        SELECT s.chunk_count, s.total_length, s.impact_avgdl, t.term, t.df
+        FROM collections_keyword_stats s
+        JOIN collections_keyword_term t ON t.collection_id = s.collection_id AND t.df > 0
+             AND t.term = ANY(ARRAY(SELECT lexeme FROM unnest(to_tsvector('{TEXT_SEARCH_CONFIG}', %s))))
+        WHERE s.collection_id = %s ORDER BY t.term""", [q.text, q.collection_id])
+    rows = cur.fetchall()
+    if not rows:
+        return None
+    n = float(max(rows[0][0], 1))
+    avgdl = max(rows[0][1] / n, 1.0)
+    reference = rows[0][2] or avgdl
+    return _KeywordStatistics(
+        collection_id=q.collection_id, n=n, avgdl=avgdl, drift=max(1.0, avgdl / reference),
+        terms=[r[3] for r in rows], idf=[math.log(1 + (n - df + 0.5) / (df + 0.5)) for *_, df in rows])
+
+
+def _estimated_rows(cur, where: str, params: list) -> float:
+    """PostgreSQL's estimate of the chunks that pass `where` (planning only, nothing is read)."""
+    cur.execute(f"EXPLAIN (FORMAT JSON) SELECT 1 FROM collections_chunk c WHERE {where}", params)
+    plan = cur.fetchone()[0]
+    return (json.loads(plan) if isinstance(plan, str) else plan)[0]["Plan"]["Plan Rows"]
+
+
+# Relative slack on the ceilings: impacts are stored as float4 (about 6e-8 relative error).
+_IMPACT_SLACK = 1 + 1e-6
+
+
+def _weight_sql(alias: str) -> str:
+    """SQL of the saturated, length-normalised term frequency of postings `alias` (five %s: k1, k1, b, b, avgdl)."""
+    return (f"{alias}.tf * (%s::float8 + 1) / ({alias}.tf + %s::float8 * (1 - %s::float8 + %s::float8 * {alias}.dl"
+            f" / %s::float8))")
+
+
+def _threshold_top(cur, stats: _KeywordStatistics, depth: int, filtered: tuple[str, list] | None) -> list[Hit]:
+    """The exact top `depth` by MaxScore (Turtle and Flood, "Query evaluation: strategies and
+    optimizations", Information Processing & Management 31(6), 1995) over impact-ordered postings.
+
+    1. The `depth` best postings of each term (with `filtered`, of chunks that pass it) give each
+       term's ceiling (its highest weight, times drift) and θ, the depth-th best sum over the
+       chunks seen there: a lower bound of the true depth-th score.
+    2. The terms whose ceilings sum below θ (the common, low-idf ones: optional) cannot lift a chunk
+       into the top alone, so every chunk of the top holds one of the others (essential). Only the
+       essential terms' postings are read and summed; a chunk is kept when that sum plus the
+       optional ceilings reaches θ, and θ rises to the depth-th of these sums (each a lower bound
+       of its chunk's score); only chunks still within the optional ceilings of θ get their
+       optional terms looked up by (chunk, term).
+    """
+    ceilings, theta = _ceilings_and_floor(cur, stats, depth, filtered)
+    optional, headroom = [], 0.0
+    for t in sorted(range(len(stats.terms)), key=lambda t: ceilings[t]):
+        if headroom + ceilings[t] >= theta:
+            break
+        optional.append(t)
+        headroom += ceilings[t]
+    essential = [t for t in range(len(stats.terms)) if t not in optional]
+    weight = [BM25_K1, BM25_K1, BM25_B, BM25_B, stats.avgdl]
+    join, where_args = "", []
+    if filtered is not None:
+        where, where_args = filtered
+        join = f"JOIN collections_chunk c ON c.id = e.chunk_id AND {where}"
+    rest, rest_args = "0", []
+    if optional:
+        rest = f"""coalesce((SELECT sum(o.idf * {_weight_sql('p')}) FROM collections_keyword_posting p
+                             JOIN unnest(%s::text[], %s::float8[]) AS o(term, idf) ON o.term = p.term
+                             WHERE p.chunk_id = k.chunk_id AND p.term = ANY(%s)), 0)"""
+        rest_args = [*weight, [stats.terms[t] for t in optional], [stats.idf[t] for t in optional],
+                     [stats.terms[t] for t in optional]]
+    terms = [stats.terms[t] for t in essential]
+    cur.execute(f"""
+        WITH e AS (
+            SELECT p.chunk_id, sum(q.idf * {_weight_sql('p')}) AS part
+            FROM collections_keyword_posting p JOIN unnest(%s::text[], %s::float8[]) AS q(term, idf) ON q.term = p.term
+            WHERE p.collection_id = %s AND p.term = ANY(%s)
+            GROUP BY p.chunk_id
+            HAVING sum(q.idf * {_weight_sql('p')}) >= %s
+        ), kept AS MATERIALIZED (
+            SELECT e.chunk_id, e.part FROM e {join}
+        ), floor AS (  -- each part is a lower bound of its chunk's score: so is the depth-th of theirs
+            SELECT part FROM kept ORDER BY part DESC OFFSET %s LIMIT 1
+        ), scored AS (
+            SELECT k.chunk_id, k.part + {rest} AS score FROM kept k
+            WHERE k.part + %s >= coalesce((SELECT part FROM floor), 0)
+        )
+        SELECT s.chunk_id, ch.entity_id, s.score FROM (SELECT * FROM scored ORDER BY score DESC LIMIT %s) s
+        JOIN collections_chunk ch ON ch.id = s.chunk_id ORDER BY s.score DESC""",
+                [*weight, terms, [stats.idf[t] for t in essential], stats.collection_id, terms, *weight,
+                 theta - headroom, *where_args, depth - 1, *rest_args, headroom, depth])
+    return [Hit(r[0], r[1], float(r[2])) for r in cur.fetchall()]
+
+
+def _ceilings_and_floor(cur, stats: _KeywordStatistics, depth: int,
+                        filtered: tuple[str, list] | None) -> tuple[list[float], float]:
+    """(each term's ceiling: drift · idf · its highest impact, 0 without postings; θ: the depth-th
+    largest sum of weights over the chunks among the `depth` best postings of some term, 0 when
+    fewer chunks are seen)."""
+    join, where_args = "", []
+    if filtered is not None:
+        where, where_args = filtered
+        join = f"JOIN collections_chunk c ON c.id = p.chunk_id AND {where}"
+    cur.execute(f"""
+        WITH top AS MATERIALIZED (
+            SELECT q.i, q.idf, x.chunk_id, x.tf, x.dl, x.impact
+            FROM unnest(%s::text[], %s::float8[]) WITH ORDINALITY AS q(term, idf, i)
+            CROSS JOIN LATERAL (SELECT p.chunk_id, p.tf, p.dl, p.impact FROM collections_keyword_posting p {join}
+                                WHERE p.collection_id = %s AND p.term = q.term
+                                ORDER BY p.impact DESC LIMIT %s) x
+        ), floor AS (
+            SELECT sum(t.idf * {_weight_sql('t')}) AS s FROM top t GROUP BY t.chunk_id ORDER BY s DESC OFFSET %s LIMIT 1
+        )
+        SELECT i, max(impact), (SELECT s FROM floor) FROM top GROUP BY i""",
+                [stats.terms, stats.idf, *where_args, stats.collection_id, depth, *([BM25_K1, BM25_K1, BM25_B, BM25_B,
+                                                                                     stats.avgdl]), depth - 1])
+    ceilings = [0.0] * len(stats.terms)
+    theta = 0.0
+    for i, impact, floor in cur.fetchall():
+        ceilings[i - 1] = stats.drift * stats.idf[i - 1] * float(impact) * _IMPACT_SLACK
+        theta = float(floor or 0.0)
+    return ceilings, theta
+
+
+def _score_filtered_chunks(cur, stats: _KeywordStatistics, where: str, params: list, depth: int) -> list[Hit]:
+    """The top `depth` of the chunks that pass `where`, each scored from its own postings of the
+    query terms (for filters that keep few chunks: no term's whole list is read)."""
+    cur.execute(f"""
+        SELECT c.id, c.entity_id, s.score FROM collections_chunk c
+        CROSS JOIN LATERAL (
+            SELECT sum(q.idf * p.tf * (%s::float8 + 1)
+                       / (p.tf + %s::float8 * (1 - %s::float8 + %s::float8 * p.dl / %s::float8))) AS score
+            FROM collections_keyword_posting p
+            JOIN unnest(%s::text[], %s::float8[]) AS q(term, idf) ON q.term = p.term
+            WHERE p.chunk_id = c.id AND p.term = ANY(%s)
+        ) s
+        WHERE {where} AND s.score IS NOT NULL
+        ORDER BY s.score DESC LIMIT %s""",
+                [BM25_K1, BM25_K1, BM25_B, BM25_B, stats.avgdl, stats.terms, stats.idf, stats.terms, *params, depth])
+    return [Hit(r[0], r[1], float(r[2])) for r in cur.fetchall()]
+
+
+def keyword_leg_exhaustive(q: RetrievalQuery, depth: int) -> list[Hit]:
+    """`keyword_leg` by scoring every posting of every query term (df counted in the same pass):
+    the reference the fast plans are tested against, and the plan for BM25 parameters other than
+    the stored impacts' (bench/beir.py --tune)."""
+    where, params = _where(q)
+    filtered = q.condition.sql != "TRUE" or q.principals is not None
+    if filtered:
         tail = f"""SELECT s.chunk_id, c.entity_id, s.score FROM scored s JOIN collections_chunk c ON c.id = s.chunk_id
                    WHERE {where} ORDER BY s.score DESC LIMIT %s"""
     else:
-        tail = "SELECT chunk_id, NULL, score FROM scored ORDER BY score DESC LIMIT %s"
-    tail_args = [*(params if filtered else []), depth]
+        tail = "SELECT s.chunk_id, c.entity_id, s.score FROM scored s JOIN collections_chunk c ON c.id = s.chunk_id " \
+               "ORDER BY s.score DESC LIMIT %s"
     sql = f"""
         WITH terms AS (
             SELECT array_agg(DISTINCT t.lexeme) AS list FROM unnest(to_tsvector('{TEXT_SEARCH_CONFIG}', %s)) AS t
@@ -248,32 +420,12 @@ def keyword_leg(q: RetrievalQuery, depth: int) -> list[Hit]:
         {tail}
     """
     k1, b = BM25_K1, BM25_B
-    args = [q.text, q.collection_id, q.collection_id, k1, k1, b, b, *tail_args]
+    args = [q.text, q.collection_id, q.collection_id, k1, k1, b, b, *(params if filtered else []), depth]
     with transaction.atomic(using=search_alias()), search_connection().cursor() as cur:
         # Common terms put tens of thousands of postings through the df window's sort: keep it in memory.
         cur.execute("SET LOCAL work_mem = '64MB'")
         cur.execute(sql, args)
-        rows = cur.fetchall()
-        if not rows:
-            return []
-        if filtered:
-            return [Hit(r[0], r[1], float(r[2])) for r in rows]
-        cur.execute("SELECT id, entity_id FROM collections_chunk WHERE id = ANY(%s)", [[r[0] for r in rows]])
-        entity_of = dict(cur.fetchall())
-    return [Hit(r[0], entity_of[r[0]], float(r[2])) for r in rows if r[0] in entity_of]
-
-
-def _walk_pays(q: RetrievalQuery, where: str, params: list, depth: int) -> bool:
-    """True when looking scored chunks up one by one should find `depth` filtered hits sooner
-    than a join reading all the collection's chunk rows: PostgreSQL's own estimate of the filter's
-    selectivity s says about depth / s lookups are needed."""
-    total = chunk_count(q.collection_id)
-    with search_connection().cursor() as cur:
-        cur.execute(f"EXPLAIN (FORMAT JSON) SELECT 1 FROM collections_chunk c WHERE {where}", params)
-        plan = cur.fetchone()[0]
-    estimated = (json.loads(plan) if isinstance(plan, str) else plan)[0]["Plan"]["Plan Rows"]
-    selectivity = min(1.0, max(estimated, 1) / max(total, 1))
-    return depth / selectivity <= max(KEYWORD_WALK_MIN, total * KEYWORD_WALK_SHARE)
+        return [Hit(r[0], r[1], float(r[2])) for r in cur.fetchall()]
 
 
 def collapse(hits: list[Hit]) -> list[Hit]:

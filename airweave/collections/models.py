@@ -301,6 +301,7 @@ class KeywordPosting(models.Model):
     chunk_id = models.UUIDField()
     tf = models.SmallIntegerField()
     dl = models.IntegerField()
+    impact = models.FloatField(default=0)  # BM25 term weight at the collection's impact_avgdl (migration 0013)
 
     class Meta:
         db_table = "collections_keyword_posting"
@@ -312,7 +313,20 @@ class KeywordStats(models.Model):
     collection_id = models.UUIDField(primary_key=True)
     chunk_count = models.BigIntegerField()
     total_length = models.BigIntegerField()
+    impact_avgdl = models.FloatField(null=True)  # the reference length of the postings' impacts, set once
 
     class Meta:
         db_table = "collections_keyword_stats"
         verbose_name_plural = "keyword stats"
+
+
+class KeywordTerm(models.Model):
+    """Document frequency of one stemmed term in a collection. Schema owned by migration 0013 (raw SQL)."""
+
+    pk = models.CompositePrimaryKey("collection_id", "term")
+    collection_id = models.UUIDField()
+    term = models.TextField()
+    df = models.IntegerField()
+
+    class Meta:
+        db_table = "collections_keyword_term"

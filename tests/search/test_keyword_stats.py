@@ -1,4 +1,5 @@
-"""BM25 statistics (chunk count, total length) stay exact through inserts, updates and deletes."""
+"""BM25 statistics (chunk count, total length, document frequencies) stay exact through inserts,
+updates and deletes."""
 from django.db import connection
 
 from airweave.collections.models import Chunk
@@ -16,6 +17,17 @@ def _actual(collection):
     return chunks.count(), sum(chunks.values_list("keyword_length", flat=True))
 
 
+def _document_frequencies(collection):
+    """(stored df of each term with df > 0, df counted over the postings)."""
+    with connection.cursor() as cur:
+        cur.execute("SELECT term, df FROM collections_keyword_term WHERE collection_id = %s AND df > 0",
+                    [collection.id])
+        stored = dict(cur.fetchall())
+        cur.execute("SELECT term, count(*) FROM collections_keyword_posting WHERE collection_id = %s GROUP BY term",
+                    [collection.id])
+        return stored, dict(cur.fetchall())
+
+
 def test_stats_follow_inserts_updates_and_deletes(make_collection, sync_folder, write_files):
     collection = make_collection()
     root = write_files({"a.md": "Alpha beta gamma delta.", "b.md": "Epsilon zeta eta theta iota.",
@@ -23,15 +35,20 @@ def test_stats_follow_inserts_updates_and_deletes(make_collection, sync_folder, 
     connection_, _ = sync_folder(collection, root)
     assert _stats(collection) == _actual(collection)
     assert _stats(collection)[0] == 3
+    stored, counted = _document_frequencies(collection)
+    assert stored == counted and stored["alpha"] == 1
 
     (root / "a.md").write_text("Alpha beta gamma delta, now with a longer text about sigma and tau.")
     (root / "c.md").unlink()
     sync_folder(None, root, connection=connection_)
     assert _stats(collection) == _actual(collection)
     assert _stats(collection)[0] == 2
+    stored, counted = _document_frequencies(collection)
+    assert stored == counted and "kappa" not in stored and stored["sigma"] == 1
 
     connection_.delete()
     assert _stats(collection) == (0, 0)
+    assert _document_frequencies(collection) == ({}, {})
 
 
 def test_postings_hold_stemmed_terms_with_frequencies(make_collection, sync_folder, write_files):

@@ -240,28 +240,3 @@ def test_collapse_finds_every_entity_even_behind_a_very_long_one(make_collection
     results = search_instant(collection=collection, principals=None, request=InstantSearchRequest(
         query="zebra", retrieval_strategy="keyword", limit=10, collapse_entities=True)).results
     assert originals(results) == ["big.md", "small.txt"]
-
-
-def test_filtered_keyword_walk_and_join_agree(corpus, monkeypatch):
-    """A filtered keyword search either looks scored chunks up one by one or joins them all
-    (search.retrieval._walk_pays); both plans return the same ranking."""
-    from search import retrieval
-    from search.filters import compile_filter_groups
-
-    condition = compile_filter_groups([{"conditions": [
-        {"field": "airweave_system_metadata.original_entity_id", "operator": "not_equals", "value": "kitchen/sourdough.md"}]}])
-    query = RetrievalQuery(collection_id=corpus.collection.id, dims=corpus.collection.vector_size,
-                           text="bees honey bread planet tyre tax", strategy="keyword", condition=condition)
-
-    def ranking():
-        return [(h.chunk_id, round(h.score, 9)) for h in retrieval.keyword_leg(query, 50)]
-
-    assert retrieval._walk_pays(query, *retrieval._where(query), 50)
-    walked = ranking()
-    monkeypatch.setattr(retrieval, "KEYWORD_WALK_MIN", 0)
-    monkeypatch.setattr(retrieval, "KEYWORD_WALK_SHARE", 0.0)
-    assert not retrieval._walk_pays(query, *retrieval._where(query), 50)
-    joined = ranking()
-    assert walked and sorted(walked, key=lambda h: (-h[1], str(h[0]))) == sorted(joined, key=lambda h: (-h[1], str(h[0])))
-    entity_ids = set(Chunk.objects.filter(id__in=[h[0] for h in walked]).values_list("original_entity_id", flat=True))
-    assert "kitchen/sourdough.md" not in entity_ids and "hobbies/beekeeping.md" in entity_ids
