@@ -54,19 +54,22 @@ def budget_xlsx() -> bytes:
     return out.getvalue()
 
 
-def files_listing(request):
+def files_listing(request, changes=None):
+    """files.list of the fixtures; `changes` ({file id: fields}) overrides some fields of some files."""
     query = dict(request.params)
     if "mimeType = 'application/vnd.google-apps.folder'" in query["q"]:
         return 200, {}, json.dumps(fixture("folders.json"))
     assert "trashed = false" in query["q"] and query["pageSize"] == "100"
     page = "files_page2.json" if query.get("pageToken") == "~!!~AI9FV7RtpRZ6rX0UrYyBgqWbFu_page2" else "files_page1.json"
-    return 200, {}, json.dumps(fixture(page))
+    body = fixture(page)
+    body["files"] = [{**item, **(changes or {}).get(item["id"], {})} for item in body["files"]]
+    return 200, {}, json.dumps(body)
 
 
-def serve_drive(rsps, *, onboarding=ONBOARDING):
-    """Register the Drive API of the fixtures (any number of calls)."""
+def serve_drive(rsps, *, onboarding=ONBOARDING, changes=None):
+    """Register the Drive API of the fixtures (any number of calls); `changes` as in files_listing."""
     rsps.add("GET", f"{API}/changes/startPageToken", json=fixture("start_page_token.json"))
-    rsps.add_callback("GET", f"{API}/files", callback=files_listing)
+    rsps.add_callback("GET", f"{API}/files", callback=lambda request: files_listing(request, changes))
     rsps.add("GET", f"{API}/files/0AMyDriveRootFolder00Uk9PVA", json={"id": "0AMyDriveRootFolder00Uk9PVA",
                                                                    "name": "My Drive"})
     for folder in fixture("folders.json")["files"]:  # files.get of folders (incremental runs)
@@ -128,6 +131,19 @@ def test_two_pages_of_files_with_exports_downloads_breadcrumbs_and_access(rsps):
     assert all(c.request.headers["Authorization"] == "Bearer ya29.a0-test" for c in rsps.calls)
     # The start token is taken before the listing, so changes made meanwhile are read next time.
     assert rsps.calls[0].request.url.startswith(f"{API}/changes/startPageToken")
+
+
+def acl_world(rsps):
+    """The access world of tests/access/test_source_matrix.py: the onboarding guide is shared with alice (its owner),
+    bruno and the eng-team group (bob and carol are not in it); the PDF has an anyone link and the budget a domain
+    permission for example.com; the roadmap notes are Carol's, shared with the connected user (Dana)."""
+    from tests.access.test_source_matrix import AclWorld
+
+    serve_drive(rsps, changes={TXT: {"owners": [{"displayName": "Carol Ng", "emailAddress": "carol@example.com"}]}})
+    public = {PDF_ID, SHEET}
+    return AclWorld(short_name="google_drive", credentials={"access_token": "ya29.a0-test"}, config={},
+                    visible={"alice": public | {DOC}, "bob": public, "carol": public | {TXT}},
+                    everything=public | {DOC, TXT})
 
 
 def test_429_with_retry_after_and_google_403_rate_limits_are_retried(rsps):
