@@ -54,6 +54,18 @@ def serve_gmail(rsps, *, draft=False, owner=DANA):
                  match=[responses.matchers.query_param_matcher({"format": "raw"})])
 
 
+def acl_world(rsps):
+    """The access world of tests/access/test_source_matrix.py: carol's mailbox (Dana's, under her address), with a
+    message from alice and an unsent draft to her; bob is on no message."""
+    from tests.access.test_source_matrix import AclWorld
+
+    serve_gmail(rsps, draft=True, owner="carol@example.com")
+    everything = {OFFSITE, f"{OFFSITE}#attachment-1", MAINTENANCE, INVOICE, DRAFT}
+    return AclWorld(short_name="gmail", credentials={"access_token": "ya29.gmail"}, config={},
+                    visible={"alice": {OFFSITE, f"{OFFSITE}#attachment-1"}, "bob": set(), "carol": everything},
+                    everything=everything)
+
+
 @pytest.fixture
 def rsps():
     with responses.RequestsMock(assert_all_requests_are_fired=False) as mock:
