@@ -259,3 +259,14 @@ def test_shared_drives_are_listed_with_all_drives_and_use_the_drive_members(rsps
     [entity] = list(make(include_shared_drives=True).generate_entities({}))
     assert entity.breadcrumbs[0].name == "Engineering" and entity.raw_source_fields["drive_id"]
     assert entity.access_viewers == ["group:eng@example.com", "user:erin@example.com"]
+
+
+def test_a_domain_permission_opens_a_file_for_the_connected_users_domain_only(rsps):
+    """A file shared with another company's domain is not open to this organization (dana is at example.com)."""
+    partner = [{"id": "07340823598702538481", "type": "user", "role": "owner", "emailAddress": "alice@example.com"},
+               {"id": "18234567890123456789k", "type": "domain", "role": "reader", "domain": "partner.example.org"}]
+    serve_drive(rsps, changes={PDF_ID: {"permissions": partner}})
+    entities = {e.entity_id: e for e in make().generate_entities({})}
+    assert (entities[PDF_ID].access_viewers, entities[PDF_ID].access_is_public) == (["user:alice@example.com"], False)
+    assert entities[SHEET].access_is_public is True  # a domain permission for example.com
+    assert len([c for c in rsps.calls if c.request.url.startswith(f"{API}/about")]) == 1
