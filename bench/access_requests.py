@@ -6,9 +6,11 @@ tests/connectors, documented request and response shapes) in-process, without th
 `generate_access_memberships()` then `generate_entities({})`, as the sync pipeline calls them,
 and counts the HTTP requests each makes (the fakes answer; nothing leaves the machine). A
 request counts as "access" when the memberships listing makes it, or when it reads a permission
-endpoint during the listing (`/permissions`, `/collaborations`, `/members`, `/collaborators`,
-`/teams`, `/users/`, `/restriction/`, `get_current_account`, `/repos/<owner>/<name>`). Prints one line per source
-and saves JSON under bench/results/. These are counts on small fixed corpora, not timings.
+endpoint during the listing (`/permissions`, `/collaborations`, `/members`, `/collaborators`, a
+team listing ending in `/teams`, `/restriction/`, `get_current_account`, Drive's `about`,
+`/repos/<owner>/<name>`; paths that only name a Gmail mailbox or a Teams team do not count).
+Prints one line per source and saves JSON under bench/results/. These are counts on small fixed
+corpora, not timings.
 
     .venv/bin/python bench/access_requests.py
 """
@@ -26,8 +28,8 @@ BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "airweave.settings")
 os.environ.setdefault("DEBUG", "false")
-ACCESS_URL = re.compile(r"/permissions|/restriction/|/collaborations|/members|/collaborators|/teams|/users/|get_current_account|"
-                        r"/repos/[^/?]+/[^/?]+(\?|$)")
+ACCESS_URL = re.compile(r"/permissions|/restriction/|/collaborations|/members|/collaborators|/teams(\?|$)|"
+                        r"get_current_account|/drive/v3/about|/repos/[^/?]+/[^/?]+(\?|$)")
 
 
 def measure(name: str, build) -> dict:

@@ -20,7 +20,8 @@ Auth: OAuth 2 with refresh (`gmail.readonly`). API: Gmail v1, `users/me`.
   Gmail query.
 - Access (`supports_access_control`): a message and its attachments are visible to the
   mailbox owner and to the addresses of its From, To and Cc headers (people who received it
-  anyway); an organization-wide caller sees everything.
+  anyway); a draft (label DRAFT: Gmail lists drafts among the messages) to the owner alone, as
+  its recipients have not received it; an organization-wide caller sees everything.
 
 Cursor: `{"history_id": "...", "query": "..."}`.
 """
@@ -45,12 +46,14 @@ logger = logging.getLogger(__name__)
 MAX_ATTACHMENTS = 100
 HIDDEN_LABELS = frozenset({"UNREAD"})
 GONE_LABELS = frozenset({"TRASH", "SPAM"})
+DRAFT_LABEL = "DRAFT"  # not sent: only the mailbox owner has it
 
 
 @source(
     name="Gmail",
     short_name="gmail",
     mirrored_permissions=(("the mailbox owner", True), ("the From, To and Cc addresses of each message", True),
+                          ("drafts: the mailbox owner only", True),
                           ("Bcc recipients and delegated mailbox access", False)),
     description="E-mail messages of a Gmail mailbox and their attachments, threads as breadcrumbs, labels as metadata.",
     auth_methods=("oauth_browser", "oauth_token", "oauth_byoc"),
@@ -174,7 +177,8 @@ class GmailSource(BaseSource):
         crumbs = [Breadcrumb(f"gmail:{self._me}", self._me or "Gmail", "EmailMailbox")]
         if thread_id != message_id:
             crumbs.append(Breadcrumb(thread_id, normalize_subject(mail.subject) or thread_id, "EmailEntity"))
-        participants = {a.lower() for _, a in email.utils.getaddresses([mail.sender, *mail.to, *mail.cc]) if "@" in a}
+        participants = set() if DRAFT_LABEL in label_ids else {
+            a.lower() for _, a in email.utils.getaddresses([mail.sender, *mail.to, *mail.cc]) if "@" in a}
         viewers = sorted(f"user:{a}" for a in participants | ({self._me} if self._me else set()))
         labels = [self._labels.get(i, i) for i in label_ids if i not in HIDDEN_LABELS]
         sent = mail.date or epoch_ms_time(message.get("internalDate"))

@@ -17,12 +17,13 @@ token). API: Drive v3.
   (`removed` or trashed files become deletions) and save `newStartPageToken`. A token Drive no
   longer accepts (HTTP 410, or 400/404 naming the page token) starts a full listing.
 - Access (`supports_access_control`): each file's permissions become `access_viewers`
-  (`user:<email>`, `group:<email>` — a Google group's address is its id); an `anyone` or
-  `domain` permission opens the file to the organization. Drive lists permissions only to
-  users who may share a file: for a shared-drive file without them, the shared drive's
-  members are used (`permissions.list` on the drive, once per drive); failing that, the
-  owners and the connected user. Group memberships are not listed (that needs the Admin SDK):
-  a `group:` principal matches users whose groups another source supplies.
+  (`user:<email>`, `group:<email>` — a Google group's address is its id); an `anyone`
+  permission, or a `domain` permission for the connected user's own domain (from `about`),
+  opens the file to the organization; another domain's permission lets nobody in. Drive lists
+  permissions only to users who may share a file: for a shared-drive file without them, the
+  shared drive's members are used (`permissions.list` on the drive, once per drive); failing
+  that, the owners and the connected user. Group memberships are not listed (that needs the
+  Admin SDK), so a file shared with a group alone is closed to the group's members.
 
 Entities: GoogleDriveFileEntity, `entity_id` = the Drive file id. Cursor:
 `{"start_page_token": "...", "shared_drives": bool}`.
@@ -73,7 +74,7 @@ class GoogleDriveFileEntity(FileEntity):
 # What every source reading Drive declares alike (Google Drive, and Docs and Slides on their own).
 DRIVE_CAPABILITIES = dict(
     mirrored_permissions=(("file permissions: users and groups", True),
-                          ("anyone and domain links: the organization", True),
+                          ("anyone links and the connected user's domain: the organization", True),
                           ("shared drive members when a file lists no permissions", True),
                           ("Google group members (needs the Admin SDK)", False)),
     notifications=GoogleDriveNotifications,
@@ -281,7 +282,7 @@ class GoogleDriveSource(BaseSource):
         """(viewers, is public) of a file from its permissions; see the module docstring."""
         permissions = item.get("permissions")
         if permissions is not None:
-            return _principals(permissions)
+            return self._principals(permissions)
         if item.get("driveId"):
             drive = self._drive_access(item["driveId"])
             if drive is not None:
@@ -303,12 +304,31 @@ class GoogleDriveSource(BaseSource):
                     if not body.get("nextPageToken"):
                         break
                     params = {**params, "pageToken": body["nextPageToken"]}
-                self._drive_viewers[drive_id] = _principals(permissions)
+                self._drive_viewers[drive_id] = self._principals(permissions)
             except HttpError as exc:
                 if exc.status not in (403, 404):
                     raise
                 self._drive_viewers[drive_id] = None
         return self._drive_viewers[drive_id]
+
+    def _principals(self, permissions: list[dict]) -> tuple[list[str], bool]:
+        """(viewers, is public) of a permission list: users and groups; `anyone` and the connected user's domain
+        open it."""
+        viewers, public = set(), False
+        for permission in permissions:
+            if permission.get("deleted"):
+                continue
+            kind, email = permission.get("type"), permission.get("emailAddress")
+            if kind == "anyone":
+                public = True
+            elif kind == "domain":
+                domain = (permission.get("domain") or "").lower()
+                public = public or (bool(domain) and domain == self._my_email().rpartition("@")[2].lower())
+            elif kind == "user" and email:
+                viewers.add(f"user:{email.lower()}")
+            elif kind == "group" and email:
+                viewers.add(f"group:{email.lower()}")
+        return sorted(viewers), public
 
     def _my_email(self) -> str:
         if self._me is None:
@@ -332,18 +352,3 @@ class GoogleDriveSource(BaseSource):
 
 class _TokenExpired(Exception):
     """The saved changes page token is no longer accepted."""
-
-
-def _principals(permissions: list[dict]) -> tuple[list[str], bool]:
-    viewers, public = set(), False
-    for permission in permissions:
-        if permission.get("deleted"):
-            continue
-        kind, email = permission.get("type"), permission.get("emailAddress")
-        if kind in ("anyone", "domain"):
-            public = True
-        elif kind == "user" and email:
-            viewers.add(f"user:{email.lower()}")
-        elif kind == "group" and email:
-            viewers.add(f"group:{email.lower()}")
-    return sorted(viewers), public

@@ -23,11 +23,11 @@ the thread's first message). `web_url` is the message's permalink
 (`https://<workspace>.slack.com/archives/<channel>/p<ts without the dot>`, with `thread_ts` for
 replies). Mentions (`<@U…>`, `<#C…|name>`, `<!here>`, links) are rewritten to readable text.
 
-Access control: public channels are open to the organization; a private channel, a group DM or
-a DM is visible to its members: its entities carry the viewer `group:<channel id>`, and the
-channel's members are stored as that group's members (`user:<e-mail>`, from `users.list`;
-members without a visible e-mail address are left out), so a membership change needs no
-re-indexing.
+Access control: public channels are open to the organization (guests too, although Slack shows
+guests only the channels they are in); a private channel, a group DM or a DM is visible to its
+members: its entities carry the viewer `group:<channel id>`, and the channel's members are
+stored as that group's members (`user:<e-mail>`, from `users.list`; members without a visible
+e-mail address are left out), so a membership change needs no re-indexing.
 
 Cursor (incremental runs): `{"channels": {<channel id>: {"latest": <newest ts seen>,
 "recent": [[<thread ts>, <ts>], ...]}}}`. Slack has no "changed since" listing, so an incremental
@@ -194,7 +194,8 @@ def _user_token(credentials: dict) -> dict:
     short_name="slack",
     mirrored_permissions=(("public channels: open to the organization", True),
                           ("private channels, group DMs and DMs: their members", True),
-                          ("members without a visible e-mail address", False)),
+                          ("members without a visible e-mail address", False),
+                          ("guests limited to their channels (they see public channels here)", False)),
     notifications=SlackNotifications,
     description="Messages and threads of Slack channels, synced into the collection or searched at query time.",
     auth_methods=("oauth_browser", "oauth_token", "oauth_byoc"),

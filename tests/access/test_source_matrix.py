@@ -54,12 +54,14 @@ class AclWorld:
 
 
 def _worlds() -> dict[str, Callable]:
-    from tests.connectors import (test_box, test_confluence, test_dropbox, test_github, test_gitlab, test_intercom,
-                                  test_jira, test_linear, test_msgraph, test_salesforce, test_zendesk)
+    from tests.connectors import (test_box, test_confluence, test_dropbox, test_github, test_gitlab, test_gmail,
+                                  test_google_drive, test_intercom, test_jira, test_linear, test_msgraph,
+                                  test_salesforce, test_slack, test_teams, test_zendesk)
 
     modules = {"box": test_box, "confluence": test_confluence, "dropbox": test_dropbox, "github": test_github,
-               "gitlab": test_gitlab, "jira": test_jira,
-               "intercom": test_intercom, "linear": test_linear, "salesforce": test_salesforce, "zendesk": test_zendesk}
+               "gitlab": test_gitlab, "gmail": test_gmail, "google_drive": test_google_drive, "jira": test_jira,
+               "intercom": test_intercom, "linear": test_linear, "salesforce": test_salesforce, "slack": test_slack,
+               "teams": test_teams, "zendesk": test_zendesk}
     return {**{name: module.acl_world for name, module in modules.items()},
             "onedrive": test_msgraph.onedrive_world, "sharepoint": test_msgraph.sharepoint_world}
 

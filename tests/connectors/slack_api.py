@@ -35,8 +35,13 @@ def _users() -> tuple:
     return tuple(users)
 
 
-def users() -> list[dict]:
-    return copy.deepcopy(list(_users()))
+def users(emails: dict[str, str] | None = None) -> list[dict]:
+    """users.list members; `emails` ({user id: address}) gives some of them another address."""
+    out = copy.deepcopy(list(_users()))
+    for user in out:
+        if user["id"] in (emails or {}):
+            user["profile"]["email"] = emails[user["id"]]
+    return out
 
 
 def email_of(user_id: str) -> str:
@@ -113,16 +118,17 @@ def add_pages(rsps, method: str, params: dict, key: str, items: list, pages: int
 
 def add_workspace(rsps, conversations: dict[str, dict], *, types="public_channel,private_channel",
                   history_pages: int = 1, list_pages: int = 1, members_of=(), oldest: str | None = None,
-                  auth_test: bool = True) -> None:
+                  auth_test: bool = True, emails: dict[str, str] | None = None) -> None:
     """Register a workspace whose conversations are `{export channel name: conversations.list object}`.
 
     Private conversations (`members_of`, export names) answer conversations.members. `oldest`
-    is the parameter an incremental run sends to conversations.history.
+    is the parameter an incremental run sends to conversations.history. `emails` ({user id:
+    address}) changes some users' addresses in users.list.
     """
     if auth_test:
         add(rsps, "auth.test", {}, ok(url=TEAM["url"], team=TEAM["name"], user="mullin", team_id=TEAM["id"],
                                        user_id=ME, is_enterprise_install=False))
-    add_pages(rsps, "users.list", {"limit": 200}, "members", users(), pages=2, cache_ts=1785230728)
+    add_pages(rsps, "users.list", {"limit": 200}, "members", users(emails), pages=2, cache_ts=1785230728)
     add_pages(rsps, "conversations.list", {"types": types, "exclude_archived": "false", "limit": 200}, "channels",
               list(conversations.values()), pages=list_pages)
     for name in members_of:

@@ -3,6 +3,7 @@
 attachments, history records), served by `responses` at the transport level."""
 from __future__ import annotations
 
+import base64
 import json
 import time
 from pathlib import Path
@@ -20,23 +21,49 @@ from connectors.sync.services import sync_job_run, sync_job_start
 FIXTURES = Path(__file__).parent / "fixtures" / "gmail"
 API = "https://gmail.googleapis.com/gmail/v1/users/me"
 OFFSITE, MAINTENANCE, INVOICE, REMINDER = "18d3f0a2b4c5d6e7", "18d40112233aabbc", "18d4022aa9f8e7d6", "18d5aa0011223344"
+DRAFT = "18d7bb0d4a2c9e15"  # Dana's unsent draft to Alice
+DANA = "dana@example.com"
 
 
 def fixture(name: str) -> dict:
     return json.loads((FIXTURES / name).read_text())
 
 
-def serve_gmail(rsps):
-    rsps.add("GET", f"{API}/profile", json=fixture("profile.json"))
+def serve_gmail(rsps, *, draft=False, owner=DANA):
+    """Register Dana's mailbox (any number of calls). `draft` lists her unsent draft too; `owner` gives the
+    mailbox another address, in its profile and in its messages' headers."""
+    def mailbox(name: str) -> dict:
+        body = fixture(name)
+        if "raw" in body:
+            raw = base64.urlsafe_b64decode(body["raw"] + "=" * (-len(body["raw"]) % 4))
+            body["raw"] = base64.urlsafe_b64encode(raw.replace(DANA.encode(), owner.encode())).decode().rstrip("=")
+        return body
+
+    rsps.add("GET", f"{API}/profile", json={**fixture("profile.json"), "emailAddress": owner})
     rsps.add("GET", f"{API}/labels", json=fixture("labels.json"))
-    rsps.add("GET", f"{API}/messages", json=fixture("messages_page2.json"),
+    page2 = fixture("messages_page2.json")
+    if draft:
+        page2["messages"].append({"id": DRAFT, "threadId": DRAFT})
+    rsps.add("GET", f"{API}/messages", json=page2,
              match=[responses.matchers.query_param_matcher({"pageToken": "09462954782160185376"}, strict_match=False)])
     rsps.add("GET", f"{API}/messages", json=fixture("messages_page1.json"),
              match=[responses.matchers.query_param_matcher({"maxResults": "100", "includeSpamTrash": "false"})])
     for message_id, name in ((OFFSITE, "offsite"), (MAINTENANCE, "maintenance"), (INVOICE, "invoice"),
-                             (REMINDER, "reminder")):
-        rsps.add("GET", f"{API}/messages/{message_id}", json=fixture(f"message_{name}.json"),
+                             (REMINDER, "reminder"), (DRAFT, "draft")):
+        rsps.add("GET", f"{API}/messages/{message_id}", json=mailbox(f"message_{name}.json"),
                  match=[responses.matchers.query_param_matcher({"format": "raw"})])
+
+
+def acl_world(rsps):
+    """The access world of tests/access/test_source_matrix.py: carol's mailbox (Dana's, under her address), with a
+    message from alice and an unsent draft to her; bob is on no message."""
+    from tests.access.test_source_matrix import AclWorld
+
+    serve_gmail(rsps, draft=True, owner="carol@example.com")
+    everything = {OFFSITE, f"{OFFSITE}#attachment-1", MAINTENANCE, INVOICE, DRAFT}
+    return AclWorld(short_name="gmail", credentials={"access_token": "ya29.gmail"}, config={},
+                    visible={"alice": {OFFSITE, f"{OFFSITE}#attachment-1"}, "bob": set(), "carol": everything},
+                    everything=everything)
 
 
 @pytest.fixture
@@ -90,6 +117,18 @@ def test_messages_over_two_pages_with_mime_bodies_attachments_and_access(rsps):
     assert entities[INVOICE].raw_source_fields["labels"] == ["CATEGORY_UPDATES", "INBOX", "Finance"]
 
     assert source.is_full_listing() and source.next_cursor() == {"history_id": "987100", "query": ""}
+
+
+def test_a_draft_is_visible_to_the_mailbox_owner_only(rsps):
+    """Its To and Cc have not received it; Gmail lists drafts among the messages, with the DRAFT label."""
+    serve_gmail(rsps, draft=True)
+    entities = {e.entity_id: e for e in make().generate_entities({})}
+    draft = entities[DRAFT]
+    assert draft.raw_source_fields["to"] == ["Alice Martin <alice@example.com>"]
+    assert draft.raw_source_fields["labels"] == ["DRAFT"]
+    assert (draft.access_viewers, draft.access_is_public) == ([f"user:{DANA}"], False)
+    assert entities[OFFSITE].access_viewers == ["user:alice@example.com", "user:bruno@example.com",
+                                                f"user:{DANA}", "user:eng-team@example.com"]
 
 
 def test_429_with_retry_after_is_retried(rsps):

@@ -54,19 +54,22 @@ def budget_xlsx() -> bytes:
     return out.getvalue()
 
 
-def files_listing(request):
+def files_listing(request, changes=None):
+    """files.list of the fixtures; `changes` ({file id: fields}) overrides some fields of some files."""
     query = dict(request.params)
     if "mimeType = 'application/vnd.google-apps.folder'" in query["q"]:
         return 200, {}, json.dumps(fixture("folders.json"))
     assert "trashed = false" in query["q"] and query["pageSize"] == "100"
     page = "files_page2.json" if query.get("pageToken") == "~!!~AI9FV7RtpRZ6rX0UrYyBgqWbFu_page2" else "files_page1.json"
-    return 200, {}, json.dumps(fixture(page))
+    body = fixture(page)
+    body["files"] = [{**item, **(changes or {}).get(item["id"], {})} for item in body["files"]]
+    return 200, {}, json.dumps(body)
 
 
-def serve_drive(rsps, *, onboarding=ONBOARDING):
-    """Register the Drive API of the fixtures (any number of calls)."""
+def serve_drive(rsps, *, onboarding=ONBOARDING, changes=None):
+    """Register the Drive API of the fixtures (any number of calls); `changes` as in files_listing."""
     rsps.add("GET", f"{API}/changes/startPageToken", json=fixture("start_page_token.json"))
-    rsps.add_callback("GET", f"{API}/files", callback=files_listing)
+    rsps.add_callback("GET", f"{API}/files", callback=lambda request: files_listing(request, changes))
     rsps.add("GET", f"{API}/files/0AMyDriveRootFolder00Uk9PVA", json={"id": "0AMyDriveRootFolder00Uk9PVA",
                                                                    "name": "My Drive"})
     for folder in fixture("folders.json")["files"]:  # files.get of folders (incremental runs)
@@ -128,6 +131,19 @@ def test_two_pages_of_files_with_exports_downloads_breadcrumbs_and_access(rsps):
     assert all(c.request.headers["Authorization"] == "Bearer ya29.a0-test" for c in rsps.calls)
     # The start token is taken before the listing, so changes made meanwhile are read next time.
     assert rsps.calls[0].request.url.startswith(f"{API}/changes/startPageToken")
+
+
+def acl_world(rsps):
+    """The access world of tests/access/test_source_matrix.py: the onboarding guide is shared with alice (its owner),
+    bruno and the eng-team group (bob and carol are not in it); the PDF has an anyone link and the budget a domain
+    permission for example.com; the roadmap notes are Carol's, shared with the connected user (Dana)."""
+    from tests.access.test_source_matrix import AclWorld
+
+    serve_drive(rsps, changes={TXT: {"owners": [{"displayName": "Carol Ng", "emailAddress": "carol@example.com"}]}})
+    public = {PDF_ID, SHEET}
+    return AclWorld(short_name="google_drive", credentials={"access_token": "ya29.a0-test"}, config={},
+                    visible={"alice": public | {DOC}, "bob": public, "carol": public | {TXT}},
+                    everything=public | {DOC, TXT})
 
 
 def test_429_with_retry_after_and_google_403_rate_limits_are_retried(rsps):
@@ -243,3 +259,14 @@ def test_shared_drives_are_listed_with_all_drives_and_use_the_drive_members(rsps
     [entity] = list(make(include_shared_drives=True).generate_entities({}))
     assert entity.breadcrumbs[0].name == "Engineering" and entity.raw_source_fields["drive_id"]
     assert entity.access_viewers == ["group:eng@example.com", "user:erin@example.com"]
+
+
+def test_a_domain_permission_opens_a_file_for_the_connected_users_domain_only(rsps):
+    """A file shared with another company's domain is not open to this organization (dana is at example.com)."""
+    partner = [{"id": "07340823598702538481", "type": "user", "role": "owner", "emailAddress": "alice@example.com"},
+               {"id": "18234567890123456789k", "type": "domain", "role": "reader", "domain": "partner.example.org"}]
+    serve_drive(rsps, changes={PDF_ID: {"permissions": partner}})
+    entities = {e.entity_id: e for e in make().generate_entities({})}
+    assert (entities[PDF_ID].access_viewers, entities[PDF_ID].access_is_public) == (["user:alice@example.com"], False)
+    assert entities[SHEET].access_is_public is True  # a domain permission for example.com
+    assert len([c for c in rsps.calls if c.request.url.startswith(f"{API}/about")]) == 1

@@ -229,6 +229,32 @@ def test_a_private_channel_is_searchable_by_its_members_only(rsps, make_collecti
     assert group in principals_for_user(user=user, organization=collection.organization)
 
 
+ALICE, BOB, CAROL = slack.ME, "U081FEFF2R4", "U081FBXQJ3G"  # the token's user; a member of #general; of neither
+
+
+def acl_world(rsps):
+    """The access world of tests/access/test_source_matrix.py: #discussions is public; #general is private to its
+    members (alice and bob among them), #contributing-to-olake to its members (alice, not bob); carol is in
+    neither."""
+    from tests.access.test_source_matrix import AclWorld
+
+    conversations = {"discussions": slack.channel("discussions"), "general": slack.channel("general", **PRIVATE),
+                     "contributing-to-olake": slack.channel("contributing-to-olake", **PRIVATE)}
+    general, contributing = set(slack.members("general")), set(slack.members("contributing-to-olake"))
+    assert {ALICE, BOB} <= general and ALICE in contributing and BOB not in contributing
+    assert CAROL not in general | contributing
+    emails = {ALICE: "alice@example.com", BOB: "bob@example.com", CAROL: "carol@example.com"}
+    slack.add_workspace(rsps, conversations, members_of=["general", "contributing-to-olake"], emails=emails)
+    ids = {}
+    for entity in make().generate_entities({}):
+        ids.setdefault(entity.channel_id if isinstance(entity, SlackMessageEntity) else entity.entity_id,
+                       set()).add(entity.entity_id)
+    public, private, alice_only = (ids[conversations[n]["id"]] for n in conversations)
+    return AclWorld(short_name="slack", credentials={"access_token": "xoxp-test"}, config={},
+                    visible={"alice": public | private | alice_only, "bob": public | private, "carol": public},
+                    everything=public | private | alice_only)
+
+
 # --- federated search -------------------------------------------------------------------------
 
 GITHUB = SHARED_DATA / "github_api" / "extracted"

@@ -58,21 +58,29 @@ def connect(collection, config=None, **credentials):
                                     sync_immediately=False, for_api=False)
 
 
-def listing(rsps):
+def members(name: str, emails: dict[str, str] | None = None) -> dict:
+    """A members fixture; `emails` ({display name: address}) gives some members another address."""
+    body = fixture(name)
+    for member in body["value"]:
+        member["email"] = (emails or {}).get(member["displayName"], member["email"])
+    return body
+
+
+def listing(rsps, emails: dict[str, str] | None = None):
     rsps.add("GET", f"{GRAPH}/me/joinedTeams?%24select=id%2CdisplayName%2Cdescription%2CwebUrl",
              json=fixture("joined_teams"))
     rsps.add("GET", f"{CH}?%24select=id%2CdisplayName%2Cdescription%2CmembershipType%2CwebUrl%2CcreatedDateTime",
              json=fixture("channels"))
-    rsps.add("GET", f"{GRAPH}/teams/{TEAM}/members", json=fixture("team_members"))
-    rsps.add("GET", f"{CH}/{PRIVATE}/members", json=fixture("private_channel_members"))
+    rsps.add("GET", f"{GRAPH}/teams/{TEAM}/members", json=members("team_members", emails))
+    rsps.add("GET", f"{CH}/{PRIVATE}/members", json=members("private_channel_members", emails))
 
 
 def replies(rsps, channel, root, name="replies_empty"):
     rsps.add("GET", f"{CH}/{channel}/messages/{root}/replies?%24top=50", json=fixture(name))
 
 
-def first_round(rsps, *, throttle=False):
-    listing(rsps)
+def first_round(rsps, *, throttle=False, emails=None):
+    listing(rsps, emails)
     rsps.add("GET", f"{CH}/{GENERAL}/messages/delta?%24top=50", json=fixture("general_delta_page_1"))
     next_link = fixture("general_delta_page_1")["@odata.nextLink"]
     if throttle:  # Graph throttling: 429 with Retry-After, then the page
@@ -137,6 +145,20 @@ def test_private_channels_are_visible_to_their_members_only(rsps, make_collectio
     adele = User.objects.create_user(email="AdeleV@M365x214355.onmicrosoft.com", password="x")
     principals = principals_for_user(user=adele, organization=collection.organization)
     assert f"group:{connection.id}:{TEAM}" in principals and f"group:{connection.id}:{PRIVATE}" not in principals
+
+
+def acl_world(rsps):
+    """The access world of tests/access/test_source_matrix.py: alice (Megan Bowen) is in the team and its private
+    channel, bob (Adele Vance) in the team only, carol in neither."""
+    from tests.access.test_source_matrix import AclWorld
+
+    first_round(rsps, emails={"Megan Bowen": "alice@example.com", "Adele Vance": "bob@example.com"})
+    team = {TEAM, GENERAL, f"{GENERAL}/{R1}", f"{GENERAL}/{R2}", f"{GENERAL}/{R3}", f"{GENERAL}/{R1}/{R1A}",
+            f"{GENERAL}/{R1}/{R1B}"}
+    private = {PRIVATE, f"{PRIVATE}/{P1}"}
+    return AclWorld(short_name="teams", credentials={"access_token": "eyJ0eXAiOiJKV1QiLCJub25jZSI6IlRlYW1z"},
+                    config={}, visible={"alice": team | private, "bob": team, "carol": set()},
+                    everything=team | private)
 
 
 def test_next_run_follows_delta_links_updates_and_deletes(rsps, make_collection):
