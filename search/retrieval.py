@@ -282,6 +282,11 @@ def _weight_sql(alias: str) -> str:
             f" / %s::float8))")
 
 
+# The idf of posting p's term, looked up in two arrays (two %s: idf values, terms): no join, so
+# PostgreSQL estimates the postings from its statistics of `term` and hashes the sums.
+_IDF_OF_TERM = "(%s::float8[])[array_position(%s::text[], p.term)]"
+
+
 def _threshold_top(cur, stats: _KeywordStatistics, depth: int, filtered: tuple[str, list] | None) -> list[Hit]:
     """The exact top `depth` by MaxScore (Turtle and Flood, "Query evaluation: strategies and
     optimizations", Information Processing & Management 31(6), 1995) over impact-ordered postings.
@@ -305,27 +310,27 @@ def _threshold_top(cur, stats: _KeywordStatistics, depth: int, filtered: tuple[s
         headroom += ceilings[t]
     essential = [t for t in range(len(stats.terms)) if t not in optional]
     weight = [BM25_K1, BM25_K1, BM25_B, BM25_B, stats.avgdl]
-    join, where_args = "", []
+    terms = [stats.terms[t] for t in essential]
+    idf = [stats.idf[t] for t in essential]
+    optional_terms = [stats.terms[t] for t in optional]
+    optional_idf = [stats.idf[t] for t in optional]
+    essential_sums = f"""
+        SELECT p.chunk_id, sum({_IDF_OF_TERM} * {_weight_sql('p')}) AS part
+        FROM collections_keyword_posting p
+        WHERE p.collection_id = %s AND p.term = ANY(%s)
+        GROUP BY p.chunk_id
+        HAVING sum({_IDF_OF_TERM} * {_weight_sql('p')}) >= %s"""
+    essential_args = [idf, terms, *weight, stats.collection_id, terms, idf, terms, *weight, theta - headroom]
     if filtered is not None:
-        where, where_args = filtered
-        join = f"JOIN collections_chunk c ON c.id = e.chunk_id AND {where}"
+        return _max_score_filtered(cur, stats, depth, headroom, filtered, essential_sums, essential_args,
+                                   optional_terms, optional_idf)
     rest, rest_args = "0", []
     if optional:
-        rest = f"""coalesce((SELECT sum(o.idf * {_weight_sql('p')}) FROM collections_keyword_posting p
-                             JOIN unnest(%s::text[], %s::float8[]) AS o(term, idf) ON o.term = p.term
+        rest = f"""coalesce((SELECT sum({_IDF_OF_TERM} * {_weight_sql('p')}) FROM collections_keyword_posting p
                              WHERE p.chunk_id = k.chunk_id AND p.term = ANY(%s)), 0)"""
-        rest_args = [*weight, [stats.terms[t] for t in optional], [stats.idf[t] for t in optional],
-                     [stats.terms[t] for t in optional]]
-    terms = [stats.terms[t] for t in essential]
+        rest_args = [optional_idf, optional_terms, *weight, optional_terms]
     cur.execute(f"""
-        WITH e AS (
-            SELECT p.chunk_id, sum(q.idf * {_weight_sql('p')}) AS part
-            FROM collections_keyword_posting p JOIN unnest(%s::text[], %s::float8[]) AS q(term, idf) ON q.term = p.term
-            WHERE p.collection_id = %s AND p.term = ANY(%s)
-            GROUP BY p.chunk_id
-            HAVING sum(q.idf * {_weight_sql('p')}) >= %s
-        ), kept AS MATERIALIZED (
-            SELECT e.chunk_id, e.part FROM e {join}
+        WITH kept AS MATERIALIZED ({essential_sums}
         ), floor AS (  -- each part is a lower bound of its chunk's score: so is the depth-th of theirs
             SELECT part FROM kept ORDER BY part DESC OFFSET %s LIMIT 1
         ), scored AS (
@@ -334,9 +339,44 @@ def _threshold_top(cur, stats: _KeywordStatistics, depth: int, filtered: tuple[s
         )
         SELECT s.chunk_id, ch.entity_id, s.score FROM (SELECT * FROM scored ORDER BY score DESC LIMIT %s) s
         JOIN collections_chunk ch ON ch.id = s.chunk_id ORDER BY s.score DESC""",
-                [*weight, terms, [stats.idf[t] for t in essential], stats.collection_id, terms, *weight,
-                 theta - headroom, *where_args, depth - 1, *rest_args, headroom, depth])
+                [*essential_args, depth - 1, *rest_args, headroom, depth])
     return [Hit(r[0], r[1], float(r[2])) for r in cur.fetchall()]
+
+
+def _max_score_filtered(cur, stats: _KeywordStatistics, depth: int, headroom: float, filtered: tuple[str, list],
+                        essential_sums: str, essential_args: list, optional_terms: list, optional_idf: list) -> list[Hit]:
+    """MaxScore's second step under a filter: the chunks of the essential sums are checked against
+    the filter best sum first, in batches, until `depth` pass and no chunk left can beat the
+    depth-th of them even with every optional term; then the passing chunks within reach get their
+    optional terms added. Checking every kept chunk would cost one primary-key look-up each."""
+    where, where_args = filtered
+    cur.execute(f"SELECT chunk_id, part FROM ({essential_sums}) e ORDER BY part DESC", essential_args)
+    ordered = cur.fetchall()
+    passing: list[tuple] = []  # (chunk_id, entity_id, part), best part first
+    done, batch = 0, 2 * depth
+    while done < len(ordered):
+        if len(passing) >= depth and ordered[done][1] + headroom < passing[depth - 1][2]:
+            break
+        step = ordered[done:done + batch]
+        cur.execute(f"SELECT c.id, c.entity_id FROM collections_chunk c WHERE c.id = ANY(%s) AND {where}",
+                    [[chunk_id for chunk_id, _ in step], *where_args])
+        entity_of = dict(cur.fetchall())
+        passing += [(chunk_id, entity_of[chunk_id], part) for chunk_id, part in step if chunk_id in entity_of]
+        done += len(step)
+        batch *= 2
+    floor = passing[depth - 1][2] if len(passing) >= depth else 0.0
+    within = [row for row in passing if row[2] + headroom >= floor]
+    scores = {chunk_id: part for chunk_id, _, part in within}
+    if optional_terms and within:
+        cur.execute(f"""SELECT p.chunk_id, sum({_IDF_OF_TERM} * {_weight_sql('p')}) FROM collections_keyword_posting p
+                        WHERE p.chunk_id = ANY(%s) AND p.term = ANY(%s) GROUP BY p.chunk_id""",
+                    [optional_idf, optional_terms, BM25_K1, BM25_K1, BM25_B, BM25_B, stats.avgdl,
+                     list(scores), optional_terms])
+        for chunk_id, extra in cur.fetchall():
+            scores[chunk_id] += float(extra)
+    entity = {chunk_id: entity_id for chunk_id, entity_id, _ in within}
+    ranked = sorted(scores.items(), key=lambda item: -item[1])[:depth]
+    return [Hit(chunk_id, entity[chunk_id], score) for chunk_id, score in ranked]
 
 
 def _ceilings_and_floor(cur, stats: _KeywordStatistics, depth: int,
