@@ -346,37 +346,43 @@ def _threshold_top(cur, stats: _KeywordStatistics, depth: int, filtered: tuple[s
 def _max_score_filtered(cur, stats: _KeywordStatistics, depth: int, headroom: float, filtered: tuple[str, list],
                         essential_sums: str, essential_args: list, optional_terms: list, optional_idf: list) -> list[Hit]:
     """MaxScore's second step under a filter: the chunks of the essential sums are checked against
-    the filter best sum first, in batches, until `depth` pass and no chunk left can beat the
-    depth-th of them even with every optional term; then the passing chunks within reach get their
-    optional terms added. Checking every kept chunk would cost one primary-key look-up each."""
+    the filter best sum first, in batches, and those that pass get their optional terms added, until
+    no chunk left can beat the depth-th exact score even with every optional term. Checking every
+    kept chunk would cost one primary-key look-up each."""
     where, where_args = filtered
-    cur.execute(f"SELECT chunk_id, part FROM ({essential_sums}) e ORDER BY part DESC", essential_args)
-    ordered = cur.fetchall()
-    passing: list[tuple] = []  # (chunk_id, entity_id, part), best part first
-    done, batch = 0, 2 * depth
-    while done < len(ordered):
-        if len(passing) >= depth and ordered[done][1] + headroom < passing[depth - 1][2]:
-            break
-        step = ordered[done:done + batch]
-        cur.execute(f"SELECT c.id, c.entity_id FROM collections_chunk c WHERE c.id = ANY(%s) AND {where}",
-                    [[chunk_id for chunk_id, _ in step], *where_args])
-        entity_of = dict(cur.fetchall())
-        passing += [(chunk_id, entity_of[chunk_id], part) for chunk_id, part in step if chunk_id in entity_of]
-        done += len(step)
-        batch *= 2
-    floor = passing[depth - 1][2] if len(passing) >= depth else 0.0
-    within = [row for row in passing if row[2] + headroom >= floor]
-    scores = {chunk_id: part for chunk_id, _, part in within}
-    if optional_terms and within:
-        cur.execute(f"""SELECT p.chunk_id, sum({_IDF_OF_TERM} * {_weight_sql('p')}) FROM collections_keyword_posting p
-                        WHERE p.chunk_id = ANY(%s) AND p.term = ANY(%s) GROUP BY p.chunk_id""",
-                    [optional_idf, optional_terms, BM25_K1, BM25_K1, BM25_B, BM25_B, stats.avgdl,
-                     list(scores), optional_terms])
-        for chunk_id, extra in cur.fetchall():
-            scores[chunk_id] += float(extra)
-    entity = {chunk_id: entity_id for chunk_id, entity_id, _ in within}
+    scores: dict = {}  # exact scores of the chunks that passed, checked so far
+    entity: dict = {}
+    # A server-side cursor: the sums are computed once, and only the rows the walk reaches cross
+    # to Python (tens of thousands of UUIDs would cost more to convert than to check).
+    with search_connection().connection.cursor(name="keyword_essential_sums") as sums:
+        sums.execute(f"SELECT chunk_id, part FROM ({essential_sums}) e ORDER BY part DESC", essential_args)
+        batch = 2 * depth
+        while step := sums.fetchmany(batch):
+            # Later chunks score at most their essential sum plus every optional ceiling.
+            if len(scores) >= depth and step[0][1] + headroom < _kth(scores.values(), depth):
+                break
+            cur.execute(f"SELECT c.id, c.entity_id FROM collections_chunk c WHERE c.id = ANY(%s) AND {where}",
+                        [[chunk_id for chunk_id, _ in step], *where_args])
+            passed = dict(cur.fetchall())
+            entity.update(passed)
+            fresh = {chunk_id: part for chunk_id, part in step if chunk_id in passed}
+            if optional_terms and fresh:
+                cur.execute(f"""SELECT p.chunk_id, sum({_IDF_OF_TERM} * {_weight_sql('p')})
+                                FROM collections_keyword_posting p
+                                WHERE p.chunk_id = ANY(%s) AND p.term = ANY(%s) GROUP BY p.chunk_id""",
+                            [optional_idf, optional_terms, BM25_K1, BM25_K1, BM25_B, BM25_B, stats.avgdl,
+                             list(fresh), optional_terms])
+                for chunk_id, extra in cur.fetchall():
+                    fresh[chunk_id] += float(extra)
+            scores.update(fresh)
+            batch *= 2
     ranked = sorted(scores.items(), key=lambda item: -item[1])[:depth]
     return [Hit(chunk_id, entity[chunk_id], score) for chunk_id, score in ranked]
+
+
+def _kth(values, k: int) -> float:
+    """The k-th largest of `values` (there must be at least k)."""
+    return sorted(values, reverse=True)[k - 1]
 
 
 def _ceilings_and_floor(cur, stats: _KeywordStatistics, depth: int,
