@@ -76,8 +76,8 @@ USER_SHARE = 0.2
 USER_EMAIL = "reader@bench.example"
 STRATEGIES = ("keyword", "semantic", "hybrid")
 CONDITIONS = ("unfiltered", *FILTERS, "user")
-# The product's vector leg sets ef_search = max(40, min(depth, 1000)) with depth 100 for a page of 10.
-HNSW_EF_SEARCH = 100
+# The anchors use the product's ef_search for a page of 10 (depth 100): search.retrieval.hnsw_ef_search(100).
+HNSW_EF_SEARCH = None  # set in run(), once Django is set up
 
 
 # --- data ------------------------------------------------------------------------------------
@@ -789,11 +789,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def run(args: argparse.Namespace) -> dict:
     """Measure every size of `args.sizes`; save and return the report (Django must be set up)."""
+    global HNSW_EF_SEARCH
     from django.conf import settings
 
     from airweave.providers.embeddings import get_embedder
     from airweave.tenancy.services import organization_get_or_create
+    from search.retrieval import hnsw_ef_search
 
+    HNSW_EF_SEARCH = hnsw_ef_search(100)
     docs, queries = load_scifact(Path(args.dataset))
     queries = queries[:args.queries]
     embedder = get_embedder(settings.AIRWEAVE_DEFAULT_EMBEDDING_MODEL)  # the collections' model (384-d MiniLM)

@@ -172,6 +172,12 @@ def chunk_count(collection_id) -> int:
     return value
 
 
+def hnsw_ef_search(depth: int) -> int:
+    """pgvector's hnsw.ef_search for a leg of `depth`: max(AIRWEAVE_HNSW_EF_SEARCH, depth), at most 1,000
+    (pgvector's own maximum)."""
+    return min(max(settings.AIRWEAVE_HNSW_EF_SEARCH, depth), 1000)
+
+
 def vector_leg(q: RetrievalQuery, depth: int) -> list[Hit]:
     """Nearest chunks by cosine similarity (score = 1 - cosine distance).
 
@@ -195,7 +201,7 @@ def vector_leg(q: RetrievalQuery, depth: int) -> list[Hit]:
     with transaction.atomic(using=search_alias()), search_connection().cursor() as cur:
         if not exact:
             cur.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-            cur.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(max(40, min(depth, 1000)))])
+            cur.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(hnsw_ef_search(depth))])
         cur.execute(sql, [vector, q.dims, *params, vector, depth])
         return [Hit(r[0], r[1], float(r[2])) for r in cur.fetchall()]
 
