@@ -213,8 +213,8 @@ def keyword_leg(q: RetrievalQuery, depth: int) -> list[Hit]:
     avgdl from collections_keyword_stats and df from collections_keyword_term; filters narrow the
     candidates, never the statistics. The answer is exact (the same chunks and scores as
     `keyword_leg_exhaustive`); docs/search.md, "The keyword leg", says how it is found fast:
-    impact-ordered postings read best first until the top `depth` cannot change (Fagin's
-    threshold algorithm), or, for a filter that keeps few chunks, scoring just those chunks.
+    MaxScore seeded from impact-ordered postings, or, for a filter that keeps few chunks,
+    scoring just those chunks.
     With BM25 parameters other than the ones the postings were written with (a tuning run), it
     falls back to the exhaustive plan.
     """
@@ -247,9 +247,10 @@ class _KeywordStatistics:
     terms: list[str]
     idf: list[float]
 
-    def weight(self, tf: float, dl: float) -> float:
-        """The saturated, length-normalised term frequency at today's avgdl."""
-        return tf * (BM25_K1 + 1) / (tf + BM25_K1 * (1 - BM25_B + BM25_B * dl / self.avgdl))
+    @property
+    def weight_args(self) -> list:
+        """The five parameters of `_weight_sql`: k1, k1, b, b, today's avgdl."""
+        return [BM25_K1, BM25_K1, BM25_B, BM25_B, self.avgdl]
 
 
 def _keyword_statistics(cur, q: RetrievalQuery) -> _KeywordStatistics | None:
@@ -315,7 +316,7 @@ def _threshold_top(cur, stats: _KeywordStatistics, depth: int, filtered: tuple[s
         optional.append(t)
         headroom += ceilings[t]
     essential = [t for t in range(len(stats.terms)) if t not in optional]
-    weight = [BM25_K1, BM25_K1, BM25_B, BM25_B, stats.avgdl]
+    weight = stats.weight_args
     terms = [stats.terms[t] for t in essential]
     idf = [stats.idf[t] for t in essential]
     optional_terms = [stats.terms[t] for t in optional]
@@ -376,8 +377,7 @@ def _max_score_filtered(cur, stats: _KeywordStatistics, depth: int, headroom: fl
                 cur.execute(f"""SELECT p.chunk_id, sum({_IDF_OF_TERM} * {_weight_sql('p')})
                                 FROM collections_keyword_posting p
                                 WHERE p.chunk_id = ANY(%s) AND p.term = ANY(%s) GROUP BY p.chunk_id""",
-                            [optional_idf, optional_terms, BM25_K1, BM25_K1, BM25_B, BM25_B, stats.avgdl,
-                             list(fresh), optional_terms])
+                            [optional_idf, optional_terms, *stats.weight_args, list(fresh), optional_terms])
                 for chunk_id, extra in cur.fetchall():
                     fresh[chunk_id] += float(extra)
             scores.update(fresh)
@@ -411,8 +411,7 @@ def _ceilings_and_floor(cur, stats: _KeywordStatistics, depth: int,
             SELECT sum(t.idf * {_weight_sql('t')}) AS s FROM top t GROUP BY t.chunk_id ORDER BY s DESC OFFSET %s LIMIT 1
         )
         SELECT i, max(impact), (SELECT s FROM floor) FROM top GROUP BY i""",
-                [stats.terms, stats.idf, *where_args, stats.collection_id, depth, *([BM25_K1, BM25_K1, BM25_B, BM25_B,
-                                                                                     stats.avgdl]), depth - 1])
+                [stats.terms, stats.idf, *where_args, stats.collection_id, depth, *stats.weight_args, depth - 1])
     ceilings = [0.0] * len(stats.terms)
     theta = 0.0
     for i, impact, floor in cur.fetchall():
@@ -427,15 +426,12 @@ def _score_filtered_chunks(cur, stats: _KeywordStatistics, where: str, params: l
     cur.execute(f"""
         SELECT c.id, c.entity_id, s.score FROM collections_chunk c
         CROSS JOIN LATERAL (
-            SELECT sum(q.idf * p.tf * (%s::float8 + 1)
-                       / (p.tf + %s::float8 * (1 - %s::float8 + %s::float8 * p.dl / %s::float8))) AS score
-            FROM collections_keyword_posting p
-            JOIN unnest(%s::text[], %s::float8[]) AS q(term, idf) ON q.term = p.term
+            SELECT sum({_IDF_OF_TERM} * {_weight_sql('p')}) AS score FROM collections_keyword_posting p
             WHERE p.chunk_id = c.id AND p.term = ANY(%s)
         ) s
         WHERE {where} AND s.score IS NOT NULL
         ORDER BY s.score DESC LIMIT %s""",
-                [BM25_K1, BM25_K1, BM25_B, BM25_B, stats.avgdl, stats.terms, stats.idf, stats.terms, *params, depth])
+                [stats.idf, stats.terms, *stats.weight_args, stats.terms, *params, depth])
     return [Hit(r[0], r[1], float(r[2])) for r in cur.fetchall()]
 
 

@@ -1,7 +1,7 @@
 """The keyword leg's fast plans give exactly the exhaustive BM25 ranking.
 
-`search.retrieval.keyword_leg` reads impact-ordered postings best first until the top k cannot
-change, or scores only the chunks a selective filter keeps; `keyword_leg_exhaustive` scores every
+`search.retrieval.keyword_leg` runs MaxScore seeded from impact-ordered postings, or scores only
+the chunks a selective filter keeps; `keyword_leg_exhaustive` scores every
 posting of every query term. Over a corpus with Zipf-distributed terms and varied chunk lengths,
 for many queries and depths (small depths force several rounds), unfiltered, filtered and
 access-controlled, both return the same chunks with the same scores (up to ties at the cut).
