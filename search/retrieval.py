@@ -20,6 +20,7 @@ from airweave.collections.keyword_index import TEXT_SEARCH_CONFIG
 from airweave.collections.models import Collection
 from airweave.collections.vector_indexes import vector_cast
 from airweave.db_router import replica_aliases, search_alias, search_connection, search_reads
+from search import keyword_segment
 from search.filters import SQLCondition
 
 # BM25 parameters: the ones the postings' impacts were written with (keyword_index); bench/beir.py
@@ -226,6 +227,7 @@ def keyword_leg(q: RetrievalQuery, depth: int) -> list[Hit]:
         stats = _keyword_statistics(cur, q)
         if stats is None:
             return []
+        share = 1.0
         if filtered:
             kept = _estimated_rows(cur, where, params)
             # Scoring the filtered chunks costs about one posting look-up per kept chunk; reading
@@ -233,7 +235,34 @@ def keyword_leg(q: RetrievalQuery, depth: int) -> list[Hit]:
             share = min(1.0, max(kept, 1) / stats.n)
             if kept <= len(stats.terms) * depth / share:
                 return _score_filtered_chunks(cur, stats, where, params, depth)
+        if stats.segment_max_ord is not None and _segment_delta(cur, q.collection_id, stats.segment_max_ord) \
+                <= settings.AIRWEAVE_KEYWORD_SEGMENT_MAX_DELTA:
+            return _segment_top(cur, stats, depth, (where, params) if filtered else None, share)
         return _threshold_top(cur, stats, depth, (where, params) if filtered else None)
+
+
+def _segment_delta(cur, collection_id, max_ord: int) -> int:
+    """Chunks written since the collection's keyword segment was built, counted up to the limit + 1."""
+    cur.execute("SELECT count(*) FROM (SELECT 1 FROM collections_keyword_doc WHERE collection_id = %s AND ord > %s "
+                "LIMIT %s) d", [collection_id, max_ord, settings.AIRWEAVE_KEYWORD_SEGMENT_MAX_DELTA + 1])
+    return cur.fetchone()[0]
+
+
+def _segment_top(cur, stats: "_KeywordStatistics", depth: int, filtered: tuple[str, list] | None,
+                 share: float) -> list[Hit]:
+    """The exact top `depth`: the segment's chunks scored from their packed postings
+    (search/keyword_segment.py), merged with the chunks written since its build, scored from their
+    posting rows."""
+    scores = keyword_segment.segment_scores(cur, stats.collection_id, stats.terms, stats.idf, stats.avgdl,
+                                            BM25_K1, BM25_B)
+    where, params = filtered or (None, [])
+    hits = [Hit(*row) for row in keyword_segment.segment_top(cur, stats.collection_id, scores, depth, where, params,
+                                                             share)]
+    delta = "c.id IN (SELECT d.chunk_id FROM collections_keyword_doc d WHERE d.collection_id = %s AND d.ord > %s)"
+    hits += _score_filtered_chunks(cur, stats, f"{where or 'TRUE'} AND {delta}",
+                                   [*params, stats.collection_id, stats.segment_max_ord], depth)
+    hits.sort(key=lambda hit: -hit.score)
+    return hits[:depth]
 
 
 @dataclass
@@ -246,6 +275,7 @@ class _KeywordStatistics:
     drift: float  # max(1, avgdl / impact_avgdl): stored impacts times this bound today's weights
     terms: list[str]
     idf: list[float]
+    segment_max_ord: int | None = None  # the collection's keyword segment holds ordinals <= this; None: none
 
     @property
     def weight_args(self) -> list:
@@ -256,10 +286,11 @@ class _KeywordStatistics:
 def _keyword_statistics(cur, q: RetrievalQuery) -> _KeywordStatistics | None:
     """N, avgdl and the query's terms with their df; None when the query has no indexed term."""
     cur.execute(f"""
-        SELECT s.chunk_count, s.total_length, s.impact_avgdl, t.term, t.df
+        SELECT s.chunk_count, s.total_length, s.impact_avgdl, t.term, t.df, g.max_ord
         FROM collections_keyword_stats s
         JOIN collections_keyword_term t ON t.collection_id = s.collection_id AND t.df > 0
              AND t.term = ANY(ARRAY(SELECT lexeme FROM unnest(to_tsvector('{TEXT_SEARCH_CONFIG}', %s))))
+        LEFT JOIN collections_keyword_segment g ON g.collection_id = s.collection_id
         WHERE s.collection_id = %s ORDER BY t.term""", [q.text, q.collection_id])
     rows = cur.fetchall()
     if not rows:
@@ -269,7 +300,8 @@ def _keyword_statistics(cur, q: RetrievalQuery) -> _KeywordStatistics | None:
     reference = rows[0][2] or avgdl
     return _KeywordStatistics(
         collection_id=q.collection_id, n=n, avgdl=avgdl, drift=max(1.0, avgdl / reference),
-        terms=[r[3] for r in rows], idf=[math.log(1 + (n - df + 0.5) / (df + 0.5)) for *_, df in rows])
+        terms=[r[3] for r in rows], idf=[math.log(1 + (n - r[4] + 0.5) / (r[4] + 0.5)) for r in rows],
+        segment_max_ord=rows[0][5])
 
 
 def _estimated_rows(cur, where: str, params: list) -> float:

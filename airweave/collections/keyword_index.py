@@ -21,6 +21,27 @@ SET keyword_length = coalesce((
 WHERE c.id = ANY(%s::uuid[])
 """
 
+# Ordinals `first`, `first` + 1, ... for the batch's chunks of one collection (migration 0014).
+_ADD_DOCS = """
+INSERT INTO collections_keyword_doc (collection_id, ord, chunk_id, entity_id)
+SELECT collection_id, %(first)s::int - 1 + row_number() OVER (ORDER BY id), id, entity_id
+FROM collections_chunk WHERE id = ANY(%(ids)s::uuid[]) AND collection_id = %(collection)s
+"""
+
+_BATCH_COLLECTIONS = """
+SELECT collection_id, count(*) FROM collections_chunk WHERE id = ANY(%s::uuid[])
+GROUP BY collection_id ORDER BY collection_id
+"""
+
+# Reserves `n` ordinals (and locks the statistics row, which every writer of a collection locks
+# first); returns the first one.
+_RESERVE_ORDS = """
+INSERT INTO collections_keyword_stats AS s (collection_id, chunk_count, total_length, next_ord)
+VALUES (%(collection)s, 0, 0, 1 + %(n)s)
+ON CONFLICT (collection_id) DO UPDATE SET next_ord = s.next_ord + %(n)s
+RETURNING next_ord - %(n)s
+"""
+
 # The statistics row is locked first (see the delete trigger, migration 0013); the first write of a
 # collection fixes its impact_avgdl.
 _ADD_STATS = """
@@ -56,15 +77,20 @@ ON CONFLICT (collection_id, term) DO UPDATE SET df = t.df + excluded.df
 
 
 def index_chunks(cursor, chunk_ids: list) -> None:
-    """Compute lengths, postings (with their impacts), document frequencies and collection
-    statistics of freshly inserted chunks (ids: list of UUID).
+    """Compute ordinals (collections_keyword_doc), lengths, postings (with their impacts),
+    document frequencies and collection statistics of freshly inserted chunks (ids: list of UUID).
 
-    Deleted chunks take their postings (ON DELETE CASCADE), their share of the statistics and
+    Deleted chunks take their ordinals and postings (ON DELETE CASCADE), their share of the statistics and
     their terms' document frequencies (the chunk delete trigger, migrations 0004 and 0013) with them.
     """
     if not chunk_ids:
         return
     ids = [str(i) for i in chunk_ids]
+    cursor.execute(_BATCH_COLLECTIONS, [ids])
+    for collection_id, n in cursor.fetchall():
+        cursor.execute(_RESERVE_ORDS, {"collection": collection_id, "n": n})
+        first = cursor.fetchone()[0]
+        cursor.execute(_ADD_DOCS, {"first": first, "ids": ids, "collection": collection_id})
     cursor.execute(_SET_LENGTHS, [ids])
     cursor.execute(_ADD_STATS, [ids])
     cursor.execute(_INSERT_POSTINGS, {"ids": ids, "k1": BM25_K1, "b": BM25_B})

@@ -314,10 +314,56 @@ class KeywordStats(models.Model):
     chunk_count = models.BigIntegerField()
     total_length = models.BigIntegerField()
     impact_avgdl = models.FloatField(null=True)  # the reference length of the postings' impacts, set once
+    next_ord = models.IntegerField(default=1)  # the ordinal the next written chunk gets (KeywordDoc, migration 0014)
 
     class Meta:
         db_table = "collections_keyword_stats"
         verbose_name_plural = "keyword stats"
+
+
+class KeywordDoc(models.Model):
+    """A chunk's ordinal in its collection's keyword index (1, 2, ..., never reused), which keyword
+    segments name chunks by. Schema owned by migration 0014 (raw SQL); written by
+    airweave.collections.keyword_index, gone with its chunk (ON DELETE CASCADE)."""
+
+    pk = models.CompositePrimaryKey("collection_id", "ord")
+    collection_id = models.UUIDField()
+    ord = models.IntegerField()
+    chunk_id = models.UUIDField(unique=True)
+    entity_id = models.UUIDField()
+
+    class Meta:
+        db_table = "collections_keyword_doc"
+
+
+class KeywordSegment(models.Model):
+    """A collection's keyword segment: the postings of its chunks with ordinal <= max_ord, packed
+    per term (KeywordSegmentTerm). Schema owned by migration 0014; written by
+    airweave.collections.keyword_segments, read by search.keyword_segment."""
+
+    collection_id = models.UUIDField(primary_key=True)
+    max_ord = models.IntegerField()
+    chunk_count = models.IntegerField()  # chunks it held when built
+    built_at = models.DateTimeField()
+
+    class Meta:
+        db_table = "collections_keyword_segment"
+
+
+class KeywordSegmentTerm(models.Model):
+    """One term's postings in a keyword segment as packed big-endian arrays: ordinals (int4), term
+    frequencies (int2), chunk lengths (int2). Schema owned by migration 0014; never loaded by Django."""
+
+    pk = models.CompositePrimaryKey("collection_id", "term")
+    collection_id = models.UUIDField()
+    term = models.TextField()
+    postings = models.IntegerField()
+    ords = models.BinaryField()
+    tfs = models.BinaryField()
+    dls = models.BinaryField()
+
+    class Meta:
+        db_table = "collections_keyword_segment_term"
 
 
 class KeywordTerm(models.Model):

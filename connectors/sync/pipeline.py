@@ -36,6 +36,7 @@ from airweave.collections.access import (
     GROUP_PREFIX, MEMBERSHIP_FIELD_MAX_CHARS, USER_PREFIX, normalize_access, user_principal,
 )
 from airweave.collections.keyword_index import keyword_stats_refresh
+from airweave.collections.keyword_segments import keyword_segment_refresh
 from airweave.collections.models import SyncCursor, SyncJob
 from airweave.collections.services import (
     ChunkRecord, EntityRecord, access_memberships_replace, entities_delete, entities_write,
@@ -307,6 +308,7 @@ class SyncPipeline:
             if reported:
                 self.counters.deleted += entities_delete(source_connection=self.connection, entity_ids=reported)
             keyword_stats_refresh(self.collection.id)
+            keyword_segment_refresh(self.collection.id)
         self._checkpoint()
         SyncCursor.objects.update_or_create(sync_id=self.job.sync_id, defaults={"data": source.next_cursor()})
 

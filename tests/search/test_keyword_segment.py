@@ -1,0 +1,108 @@
+"""The keyword leg over a keyword segment gives exactly the exhaustive BM25 ranking.
+
+A segment is built over the corpus, then the corpus changes the way syncs change it: new chunks
+(the segment's delta, scored from posting rows), deleted entities (still in the packed arrays,
+dropped at look-up) and a longer mean length (today's avgdl, not the build's). For many queries,
+depths, filters and access rules, the segment plan returns the exhaustive plan's chunks and scores.
+"""
+from __future__ import annotations
+
+import random
+
+import pytest
+from django.db import connection as db
+
+from airweave.collections.keyword_segments import (
+    keyword_segment_build, keyword_segment_refresh, keyword_segment_state,
+)
+from airweave.collections.models import Chunk, KeywordDoc, KeywordSegment
+from airweave.collections.services import entities_delete
+from search import keyword_segment, retrieval
+from search.filters import compile_filter_groups
+from search.retrieval import RetrievalQuery, keyword_leg, keyword_leg_exhaustive
+from tests.search.test_keyword_plans import FILTERS, QUERIES, _agree, _write, corpus  # noqa: F401 (fixture)
+
+
+def _used_segment(monkeypatch) -> list:
+    """Record each call of the segment plan (so a test knows it ran, not a fallback)."""
+    calls = []
+    original = keyword_segment.segment_scores
+
+    def recording(*args, **kwargs):
+        calls.append(args[1])
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(keyword_segment, "segment_scores", recording)
+    return calls
+
+
+def test_ordinals_are_unique_and_dense_per_collection(corpus):
+    collection, _ = corpus
+    ords = KeywordDoc.objects.filter(collection_id=collection.id)
+    assert sorted(ords.values_list("ord", flat=True)) == list(range(1, Chunk.objects.filter(collection=collection).count() + 1))
+    assert set(ords.values_list("chunk_id", "entity_id")) == set(
+        Chunk.objects.filter(collection=collection).values_list("id", "entity_id"))
+
+
+@pytest.mark.parametrize("filter_name", sorted(FILTERS))
+@pytest.mark.parametrize("principals", [None, ["user:a@example.com"], ["user:a@example.com", "group:g1"]])
+def test_segment_plan_matches_the_exhaustive_ranking(corpus, filter_name, principals, monkeypatch):
+    collection, connection = corpus
+    keyword_segment_build(collection.id)
+    _write(connection, collection, random.Random(9), 15, "late", lengths=(80, 200))  # delta, longer chunks
+    entities_delete(source_connection=connection, entity_ids=[f"e{e}" for e in range(0, 120, 7)])
+    monkeypatch.setattr(retrieval, "_estimated_rows", lambda *args: 10**9)  # never the kept-chunks plan
+    calls = _used_segment(monkeypatch)
+    groups = FILTERS[filter_name]
+    condition = compile_filter_groups(groups) if groups else None
+    for text in QUERIES:
+        for depth in (1, 3, 10, 50, 400):
+            q = RetrievalQuery(collection_id=collection.id, dims=collection.vector_size, text=text, strategy="keyword",
+                               principals=principals, **({"condition": condition} if condition else {}))
+            _agree(keyword_leg(q, depth), keyword_leg_exhaustive(q, depth), depth)
+    assert calls, "the segment plan never ran"
+
+
+def test_a_large_delta_falls_back_to_the_row_postings(corpus, settings, monkeypatch):
+    collection, connection = corpus
+    keyword_segment_build(collection.id)
+    settings.AIRWEAVE_KEYWORD_SEGMENT_MAX_DELTA = 3
+    _write(connection, collection, random.Random(10), 5, "late")
+    calls = _used_segment(monkeypatch)
+    q = RetrievalQuery(collection_id=collection.id, dims=collection.vector_size, text="honey bee", strategy="keyword")
+    _agree(keyword_leg(q, 20), keyword_leg_exhaustive(q, 20), 20)
+    assert not calls
+
+
+def test_refresh_builds_when_due_and_drops_below_the_minimum(corpus, settings):
+    collection, connection = corpus
+    settings.AIRWEAVE_KEYWORD_SEGMENT_MIN_CHUNKS = 1
+    settings.AIRWEAVE_KEYWORD_SEGMENT_MAX_DELTA = 5
+    built = keyword_segment_refresh(collection.id)
+    chunks = Chunk.objects.filter(collection=collection).count()
+    assert built["chunks"] == chunks and built["terms"] > 0
+    assert keyword_segment_refresh(collection.id) is None  # nothing changed
+    _write(connection, collection, random.Random(11), 1, "one", lengths=(4, 5))
+    state = keyword_segment_state(collection.id)
+    assert state.has_segment and 0 < state.delta <= 8
+    if state.delta <= 5:
+        assert keyword_segment_refresh(collection.id) is None  # a small delta waits
+    _write(connection, collection, random.Random(12), 6, "more")
+    assert keyword_segment_refresh(collection.id)["chunks"] == Chunk.objects.filter(collection=collection).count()
+    entities_delete(source_connection=connection, entity_ids=[f"e{e}" for e in range(0, 120, 3)])
+    assert keyword_segment_state(collection.id).deleted > 0
+    assert keyword_segment_refresh(collection.id) is not None  # over a tenth deleted
+    settings.AIRWEAVE_KEYWORD_SEGMENT_MIN_CHUNKS = 10**6
+    assert keyword_segment_refresh(collection.id) is None
+    assert not KeywordSegment.objects.filter(collection_id=collection.id).exists()
+
+
+def test_packed_arrays_hold_each_posting_once(corpus):
+    collection, _ = corpus
+    keyword_segment_build(collection.id)
+    with db.cursor() as cur:
+        cur.execute("SELECT sum(postings), sum(length(ords)) / 4, sum(length(tfs)) / 2, sum(length(dls)) / 2 "
+                    "FROM collections_keyword_segment_term WHERE collection_id = %s", [collection.id])
+        postings, ords, tfs, dls = cur.fetchone()
+        cur.execute("SELECT count(*) FROM collections_keyword_posting WHERE collection_id = %s", [collection.id])
+        assert postings == ords == tfs == dls == cur.fetchone()[0]
