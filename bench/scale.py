@@ -14,9 +14,10 @@ one run of this script:
   keep 50 %, 5 % and 0.1 % of the chunks; access per entity so that a user principal sees
   USER_SHARE of them (half public, half through a group). Postings come from the product's own
   writer (keyword_index.index_chunks; the postings' own indexes are dropped during that load and
-  re-created after it from their definitions); the 384-d HNSW index is dropped before the load and
-  rebuilt after it with the product's ensure_vector_indexes (pgvector's advice for bulk loads),
-  then VACUUM ANALYZE, as autovacuum would.
+  re-created after it from their definitions), then the keyword segment as the end of a sync job
+  builds it (keyword_segments.keyword_segment_refresh: from 20,000 chunks on); the 384-d HNSW
+  index is dropped before the load and rebuilt after it with the product's ensure_vector_indexes
+  (pgvector's advice for bulk loads), then VACUUM ANALYZE, as autovacuum would.
 * times search.instant.search_instant (as the REST endpoint calls it, query embedding included)
   warm, for the SciFact test queries, limit 10: p50/p95/p99 for keyword, semantic and hybrid,
   unfiltered, with each filter, and for the user principal.
@@ -223,6 +224,8 @@ def build(organization, corpus: Corpus, readable_id: str) -> Built:
             copy_chunks(collection, sc, corpus, built, entity_pks)
         with _timed(timings, "postings_s"):
             write_postings(built.chunk_ids)
+        with _timed(timings, "keyword_segment_s"):
+            build_segment(collection)
     finally:
         with _timed(timings, "hnsw_build_s"):
             rebuild_hnsw()
@@ -235,12 +238,28 @@ def build(organization, corpus: Corpus, readable_id: str) -> Built:
 def reuse(collection) -> Built:
     """A collection kept by an earlier run (--keep) with the same size, seed and pool, as `build` made it."""
     from airweave.collections.access import group_principal
-    from airweave.collections.models import Chunk, SourceConnection
+    from airweave.collections.models import Chunk, KeywordSegment, SourceConnection
 
     rows = Chunk.objects.filter(collection=collection).values_list("id", "original_entity_id", "chunk_index")
     ordered = sorted(rows, key=lambda r: (int(r[1][1:]), r[2]))
     sc = SourceConnection.objects.get(collection=collection)
-    return Built(collection, [r[0] for r in ordered], group_principal(sc.id, "readers"), {"reused": True})
+    timings = {"reused": True}
+    if not KeywordSegment.objects.filter(collection_id=collection.id).exists():  # kept before segments existed
+        with _timed(timings, "keyword_segment_s"):
+            build_segment(collection)
+    return Built(collection, [r[0] for r in ordered], group_principal(sc.id, "readers"), timings)
+
+
+def build_segment(collection) -> None:
+    """The keyword segment, as the end of a sync job builds it (airweave.collections.keyword_segments)."""
+    from django.db import connection
+
+    from airweave.collections.keyword_segments import keyword_segment_refresh
+
+    built = keyword_segment_refresh(collection.id)
+    print(f"  keyword segment: {built}", flush=True)
+    with connection.cursor() as cur:
+        cur.execute("VACUUM ANALYZE collections_keyword_doc")
 
 
 def collection_for(organization, corpus: Corpus, readable_id: str, reuse_kept: bool) -> Built:
@@ -354,10 +373,13 @@ def disk_sizes() -> dict:
     with connection.cursor() as cur:
         cur.execute(f"""SELECT pg_table_size('collections_chunk'), pg_relation_size('chunk_embedding_hnsw_{DIMS}'),
                                pg_total_relation_size('collections_keyword_posting'),
+                               pg_total_relation_size('collections_keyword_segment_term'),
+                               pg_total_relation_size('collections_keyword_doc'),
                                (SELECT count(*) FROM collections_chunk),
                                (SELECT count(*) FROM collections_keyword_posting)""")
-        chunk, hnsw, postings, chunks, posting_rows = cur.fetchone()
+        chunk, hnsw, postings, segments, docs, chunks, posting_rows = cur.fetchone()
     return {"chunk_table_bytes": chunk, "hnsw_index_bytes": hnsw, "postings_bytes": postings,
+            "keyword_segments_bytes": segments, "keyword_docs_bytes": docs,
             "chunks_in_database": chunks, "postings_in_database": posting_rows}
 
 

@@ -27,17 +27,29 @@ def segment_scores(cursor, collection_id, terms: list[str], idf: list[float], av
     ordinal (collections_keyword_doc; 0 where a chunk holds none of the terms). `cursor` is a Django cursor; the arrays
     are read on its connection, in its transaction, in PostgreSQL's binary format."""
     weights_of = dict(zip(terms, idf))
-    ords, weights = [], []
     with psycopg.Cursor(cursor.cursor.connection) as raw:
         raw.execute(_TERMS, [collection_id, terms], binary=True)
-        for term, packed_ords, packed_tfs, packed_dls in raw:
-            tf = np.frombuffer(packed_tfs, dtype=">i2").astype(np.float64)
-            dl = np.frombuffer(packed_dls, dtype=">i2").astype(np.float64)
-            ords.append(np.frombuffer(packed_ords, dtype=">i4"))
-            weights.append(weights_of[term] * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)))
-    if not ords:
-        return np.zeros(0)
-    return np.bincount(np.concatenate(ords).astype(np.intp), weights=np.concatenate(weights))
+        rows = raw.fetchall()
+    total = sum(len(packed_ords) // 4 for _, packed_ords, _, _ in rows)
+    ords = np.empty(total, dtype=np.intp)
+    weights = np.empty(total, dtype=np.float64)
+    at = 0
+    for term, packed_ords, packed_tfs, packed_dls in rows:
+        n = len(packed_ords) // 4
+        ords[at:at + n] = np.frombuffer(packed_ords, dtype=">i4")
+        tf = np.frombuffer(packed_tfs, dtype=">i2").astype(np.float64)
+        norm = np.frombuffer(packed_dls, dtype=">i2").astype(np.float64)
+        norm *= b
+        norm /= avgdl
+        norm += 1 - b
+        norm *= k1
+        norm += tf  # tf + k1·(1 − b + b·dl/avgdl), in the SQL plans' order of operations
+        out = weights[at:at + n]
+        np.multiply(tf, weights_of[term], out=out)
+        out *= k1 + 1
+        out /= norm
+        at += n
+    return np.bincount(ords, weights=weights) if total else np.zeros(0)
 
 
 def segment_top(cursor, collection_id, scores: np.ndarray, depth: int, where: str | None = None,
@@ -46,19 +58,18 @@ def segment_top(cursor, collection_id, scores: np.ndarray, depth: int, where: st
     (SQL over chunks `c` with its `params`; None: no filter), best first: [(chunk id, entity id, score)].
 
     Candidates are looked up best first; the first batch is sized for `share`, the estimated
-    fraction of chunks that pass (1 unfiltered), and each next batch is four times larger, until
+    fraction of chunks that pass (1 unfiltered), and each next one is four times larger, until
     `depth` passed or no scored ordinal is left.
     """
-    candidates = np.flatnonzero(scores)
-    values = scores[candidates]
-    looked_up = np.zeros(len(candidates), dtype=bool)
+    wanted = math.ceil((depth + 8) / max(share, 1e-3) * (1 if share >= 1 else 1.5))
+    looked_up = np.zeros(len(scores), dtype=bool)
     found: list[tuple] = []
-    end = min(len(candidates), math.ceil((depth + 8) / max(share, 1e-3) * (1 if share >= 1 else 1.5)))
-    while len(found) < depth and not looked_up.all():
-        best = _best_first(values, end)
-        best = best[~looked_up[best]]  # ties at a cut may order differently from one round to the next
-        looked_up[best] = True
-        batch = candidates[best]
+    while len(found) < depth:
+        best = _best_first(scores, wanted)
+        batch = best[~looked_up[best]]  # ties at a cut may order differently from one round to the next
+        if not len(batch):
+            break
+        looked_up[batch] = True
         if where is None:
             cursor.execute(_ORDINALS, [collection_id, batch.tolist()])
         else:
@@ -66,15 +77,24 @@ def segment_top(cursor, collection_id, scores: np.ndarray, depth: int, where: st
                            [collection_id, batch.tolist(), *params])
         passed = {row[0]: row[1:] for row in cursor.fetchall()}
         found += [(*passed[o], float(scores[o])) for o in batch.tolist() if o in passed]
-        end = min(len(candidates), end * 4)
+        wanted *= 4
     found.sort(key=lambda hit: -hit[2])
     return found[:depth]
 
 
-def _best_first(values: np.ndarray, end: int) -> np.ndarray:
-    """Indices of the `end` largest `values`, largest first."""
-    if end < len(values):
-        top = np.argpartition(-values, end - 1)[:end]
-    else:
-        top = np.arange(len(values))
-    return top[np.argsort(-values[top], kind="stable")]
+def _best_first(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the `k` largest positive `scores` (all positive ones when fewer), largest first.
+
+    Any subset's k-th largest is at most the whole array's, so the k-th largest of a strided
+    sample is a cut that keeps at least k: sorting what passes it costs far less than a
+    partition of the whole array (a million scores at a million chunks)."""
+    cut = 0.0
+    stride = len(scores) // 65536
+    if stride > 1:
+        sample = scores[::stride]
+        if np.count_nonzero(sample) >= k:
+            cut = np.partition(sample, len(sample) - k)[len(sample) - k]
+    kept = np.flatnonzero(scores >= cut) if cut > 0 else np.flatnonzero(scores)
+    if len(kept) > k:
+        kept = kept[np.argpartition(-scores[kept], k - 1)[:k]]
+    return kept[np.argsort(-scores[kept], kind="stable")]

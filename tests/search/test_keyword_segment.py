@@ -106,3 +106,19 @@ def test_packed_arrays_hold_each_posting_once(corpus):
         postings, ords, tfs, dls = cur.fetchone()
         cur.execute("SELECT count(*) FROM collections_keyword_posting WHERE collection_id = %s", [collection.id])
         assert postings == ords == tfs == dls == cur.fetchone()[0]
+
+
+@pytest.mark.parametrize("k", [1, 10, 108, 5000])
+def test_best_first_cut_keeps_the_k_largest(k):
+    """The strided-sample cut (taken above 65,536 scores) returns exactly the k largest positive scores."""
+    import numpy as np
+
+    rng = np.random.default_rng(k)
+    scores = np.where(rng.random(400_000) < 0.6, 0.0, np.round(rng.gamma(2.0, 1.0, 400_000), 3))  # zeros and ties
+    best = keyword_segment._best_first(scores, k)
+    expected = np.sort(scores[scores > 0])[::-1][:k]
+    assert np.array_equal(scores[best], expected)
+    assert len(set(best.tolist())) == len(best)
+    sparse = np.zeros(400_000)
+    sparse[[5, 70_000, 399_999]] = [1.0, 3.0, 2.0]  # fewer positives than k in the sample: every positive
+    assert keyword_segment._best_first(sparse, k).tolist() == [70_000, 399_999, 5][:k]
