@@ -216,7 +216,9 @@ def build(organization, corpus: Corpus, readable_id: str) -> Built:
     built = Built(collection, [uuid.uuid4() for _ in range(corpus.n)], group_principal(sc.id, "readers"))
     timings = built.timings
     with _timed(timings, "drop_hnsw_s"), connection.cursor() as cur:
-        cur.execute(f"DROP INDEX IF EXISTS chunk_embedding_hnsw_{DIMS}")
+        cur.execute("SELECT count(*) FROM collections_chunk")
+        if corpus.n >= cur.fetchone()[0]:  # else inserting through the index costs less than rebuilding it
+            cur.execute(f"DROP INDEX IF EXISTS chunk_embedding_hnsw_{DIMS}")
     try:
         with _timed(timings, "entities_s"):
             entity_pks = write_entities(collection, sc, corpus, built.group)
@@ -327,16 +329,21 @@ def copy_chunks(collection, sc, corpus: Corpus, built: Built, entity_pks: list) 
 
 
 def write_postings(chunk_ids: list) -> None:
-    """The product's keyword index writer over the new chunks, 5,000 a transaction, with the
-    postings' indexes dropped first and re-created from their own definitions after (a bulk load:
-    one sort per index instead of one index insertion per posting)."""
+    """The product's keyword index writer over the new chunks, 5,000 a transaction. When the new
+    chunks are most of the chunk table, the postings' indexes are dropped first and re-created from
+    their own definitions after (a bulk load: one sort per index instead of one index insertion per
+    posting); with a larger collection kept beside them, re-indexing its postings would cost more."""
     from django.db import connection, transaction
 
     from airweave.collections import keyword_index
 
     with connection.cursor() as cur:
-        cur.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'collections_keyword_posting'")
-        indexes = cur.fetchall()
+        cur.execute("SELECT reltuples FROM pg_class WHERE relname = 'collections_chunk'")
+        chunks_before = max(cur.fetchone()[0], 0) - len(chunk_ids)  # the new chunks are in the table already
+        indexes = []
+        if len(chunk_ids) >= chunks_before:
+            cur.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'collections_keyword_posting'")
+            indexes = cur.fetchall()
         for name, _ in indexes:
             cur.execute(f"DROP INDEX {name}")
     try:

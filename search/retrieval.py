@@ -214,8 +214,10 @@ def keyword_leg(q: RetrievalQuery, depth: int) -> list[Hit]:
     avgdl from collections_keyword_stats and df from collections_keyword_term; filters narrow the
     candidates, never the statistics. The answer is exact (the same chunks and scores as
     `keyword_leg_exhaustive`); docs/search.md, "The keyword leg", says how it is found fast:
-    MaxScore seeded from impact-ordered postings, or, for a filter that keeps few chunks,
-    scoring just those chunks.
+    for a filter that keeps few chunks, scoring just those chunks; for a collection with a keyword
+    segment (and a delta within AIRWEAVE_KEYWORD_SEGMENT_MAX_DELTA), the segment's packed postings
+    scored with numpy plus the delta's rows (search/keyword_segment.py); else MaxScore seeded from
+    impact-ordered postings.
     With BM25 parameters other than the ones the postings were written with (a tuning run), it
     falls back to the exhaustive plan.
     """

@@ -29,7 +29,8 @@ def load_scale():
 @pytest.mark.slow
 @pytest.mark.skipif(not (SCIFACT / "corpus.jsonl").exists(), reason="needs the SciFact data folder")
 @pytest.mark.django_db(transaction=True)  # VACUUM and the HNSW rebuild run outside a transaction
-def test_scale_runs_at_a_tiny_size(tmp_path):
+def test_scale_runs_at_a_tiny_size(tmp_path, settings):
+    settings.AIRWEAVE_KEYWORD_SEGMENT_MIN_CHUNKS = 100  # the keyword leg reads a segment, as at scale
     scale = load_scale()
     args = scale.parse_args(["--sizes", "300", "--queries", "8", "--base-chunks", "30", "--dataset", str(SCIFACT),
                              "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "out")])
@@ -46,6 +47,7 @@ def test_scale_runs_at_a_tiny_size(tmp_path):
     assert all(recall == 1.0 for recall in row["vector_recall@10"].values())
     assert row["anchors"]["bm25s"]["keyword_top10_agreement_with_ours"] == 1.0
     assert row["disk"]["hnsw_index_bytes"] > 0 and row["disk"]["postings_bytes"] > 0
+    assert row["disk"]["keyword_segments_bytes"] > 0 and "keyword_segment_s" in row["build"]
     saved = json.loads((tmp_path / "out" / "scale-latest.json").read_text())
     assert saved["sizes"][0]["chunks"] == 300
     assert (tmp_path / "out" / "scale.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
