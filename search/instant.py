@@ -4,7 +4,10 @@ No language model is involved. Used by the REST endpoint, the `search` command a
 """
 from __future__ import annotations
 
+import contextvars
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -86,12 +89,12 @@ def search_instant(*, collection: Collection, request: InstantSearchRequest,
                                  "airweave.search.limit": request.limit, "airweave.search.offset": request.offset,
                                  "airweave.collection": collection.readable_id})
         vector = None
-        if request.retrieval_strategy != "keyword":
-            with _operation("embed_query"):
-                embedding_started = time.perf_counter()
-                vector = get_embedder(collection.embedding_model_name).embed_queries([query])[0]
-                EMBEDDING_BATCH_SECONDS.labels(collection.embedding_model_name, "query").observe(
-                    time.perf_counter() - embedding_started)
+        if request.retrieval_strategy == "semantic":
+            vector = _embed_query(collection.embedding_model_name, query)
+        elif request.retrieval_strategy == "hybrid":
+            # The keyword leg needs no vector: it runs while the query is embedded on another thread.
+            vector = _embedding_pool().submit(contextvars.copy_context().run, _embed_query,
+                                              collection.embedding_model_name, query)
         with read_snapshot(collection.id):  # the page is hydrated from the index the legs ranked
             with _operation("retrieval"):
                 hits = retrieve(RetrievalQuery(
@@ -106,6 +109,28 @@ def search_instant(*, collection: Collection, request: InstantSearchRequest,
     SEARCH_SECONDS.labels("instant", request.retrieval_strategy).observe(time.perf_counter() - started)
     SEARCH_RESULTS.labels("instant").observe(len(results))
     return InstantSearchResponse(results=results)
+
+
+_EMBEDDING_POOL: ThreadPoolExecutor | None = None
+_EMBEDDING_POOL_LOCK = threading.Lock()
+
+
+def _embedding_pool() -> ThreadPoolExecutor:
+    """Threads that embed hybrid queries while their keyword leg runs (created on first use)."""
+    global _EMBEDDING_POOL
+    with _EMBEDDING_POOL_LOCK:
+        if _EMBEDDING_POOL is None:
+            _EMBEDDING_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="query-embedding")
+        return _EMBEDDING_POOL
+
+
+def _embed_query(model_name: str, query: str) -> list[float]:
+    """The query's vector with the collection's model, timed as the `embed_query` operation."""
+    with _operation("embed_query"):
+        started = time.perf_counter()
+        vector = get_embedder(model_name).embed_queries([query])[0]
+        EMBEDDING_BATCH_SECONDS.labels(model_name, "query").observe(time.perf_counter() - started)
+    return vector
 
 
 @contextmanager

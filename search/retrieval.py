@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -32,7 +33,9 @@ STRATEGIES = ("hybrid", "semantic", "keyword")
 
 @dataclass
 class RetrievalQuery:
-    """What to retrieve. `query_vector` is required for semantic and hybrid (list of floats)."""
+    """What to retrieve. `query_vector` is required for semantic and hybrid: a list of floats, or a
+    concurrent.futures.Future of one (the instant tier embeds a hybrid query while the keyword leg
+    runs; the vector leg waits for it)."""
 
     collection_id: object
     dims: int
@@ -94,11 +97,10 @@ def retrieve(q: RetrievalQuery) -> list[Hit]:
     """Rank chunks for `q` and return the page [offset, offset + limit). Raises ValueError on a bad strategy."""
     if q.strategy not in STRATEGIES:
         raise ValueError(f"unknown retrieval_strategy '{q.strategy}'")
-    legs = []
-    if q.strategy in ("hybrid", "semantic"):
-        legs.append(_fetch(vector_leg, q))
-    if q.strategy in ("hybrid", "keyword"):
-        legs.append(_fetch(keyword_leg, q))
+    # The keyword leg first: a hybrid query's vector may still be computing (a Future, see RetrievalQuery).
+    keyword = _fetch(keyword_leg, q) if q.strategy in ("hybrid", "keyword") else None
+    vector = _fetch(vector_leg, q) if q.strategy in ("hybrid", "semantic") else None
+    legs = [leg for leg in (vector, keyword) if leg is not None]
     ranked = legs[0] if len(legs) == 1 else rrf_fuse(legs, k=q.rrf_k, by_entity=q.collapse)
     if len(legs) == 2:
         _annotate_ranks(ranked, dict(zip(("vector", "keyword"), legs)), by_entity=q.collapse)
@@ -186,7 +188,8 @@ def vector_leg(q: RetrievalQuery, depth: int) -> list[Hit]:
     HNSW index with pgvector's iterative scan, so a selective filter cannot starve the top-k.
     """
     where, params = _where(q)
-    vector = "[" + ",".join(f"{float(x):.7g}" for x in q.query_vector) + "]"
+    query_vector = q.query_vector.result() if isinstance(q.query_vector, Future) else q.query_vector
+    vector = "[" + ",".join(f"{float(x):.7g}" for x in query_vector) + "]"
     cast = vector_cast(q.dims)
     exact = chunk_count(q.collection_id) <= settings.AIRWEAVE_EXACT_SCAN_MAX_CHUNKS
     distance = "(c.embedding <=> %s::vector)" if exact else f"(c.embedding::{cast} <=> %s::{cast})"
