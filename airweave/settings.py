@@ -273,7 +273,7 @@ AIRWEAVE_HNSW_EF_SEARCH = env.int("AIRWEAVE_HNSW_EF_SEARCH", default=500)
 # Keyword segments (docs/search.md, "The keyword leg at scale"): collections of at least this many
 # chunks get one at the end of a sync job; it is rebuilt when more than MAX_DELTA chunks were
 # written since (those are scored from their posting rows meanwhile).
-AIRWEAVE_KEYWORD_SEGMENT_MIN_CHUNKS = env.int("AIRWEAVE_KEYWORD_SEGMENT_MIN_CHUNKS", default=20000)
+AIRWEAVE_KEYWORD_SEGMENT_MIN_CHUNKS = env.int("AIRWEAVE_KEYWORD_SEGMENT_MIN_CHUNKS", default=5000)
 AIRWEAVE_KEYWORD_SEGMENT_MAX_DELTA = env.int("AIRWEAVE_KEYWORD_SEGMENT_MAX_DELTA", default=1000)
 # Threads running streamed searches (SSE and websocket) per web process; each holds a database
 # connection while it runs.

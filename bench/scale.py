@@ -15,7 +15,7 @@ one run of this script:
   USER_SHARE of them (half public, half through a group). Postings come from the product's own
   writer (keyword_index.index_chunks; the postings' own indexes are dropped during that load and
   re-created after it from their definitions), then the keyword segment as the end of a sync job
-  builds it (keyword_segments.keyword_segment_refresh: from 20,000 chunks on); the 384-d HNSW
+  builds it (keyword_segments.keyword_segment_refresh: from 5,000 chunks on); the 384-d HNSW
   index is dropped before the load and rebuilt after it with the product's ensure_vector_indexes
   (pgvector's advice for bulk loads), then VACUUM ANALYZE, as autovacuum would.
 * times search.instant.search_instant (as the REST endpoint calls it, query embedding included)

@@ -233,17 +233,36 @@ def keyword_leg(q: RetrievalQuery, depth: int) -> list[Hit]:
         if stats is None:
             return []
         share = 1.0
+        segment = stats.segment_max_ord is not None and _segment_delta(
+            cur, q.collection_id, stats.segment_max_ord) <= settings.AIRWEAVE_KEYWORD_SEGMENT_MAX_DELTA
         if filtered:
             kept = _estimated_rows(cur, where, params)
-            # Scoring the filtered chunks costs about one posting look-up per kept chunk; reading
-            # the lists best first costs about depth / share chunk look-ups per term.
             share = min(1.0, max(kept, 1) / stats.n)
-            if kept <= len(stats.terms) * depth / share:
+            if _scoring_kept_chunks_is_cheaper(stats, kept, share, depth, segment):
                 return _score_filtered_chunks(cur, stats, where, params, depth)
-        if stats.segment_max_ord is not None and _segment_delta(cur, q.collection_id, stats.segment_max_ord) \
-                <= settings.AIRWEAVE_KEYWORD_SEGMENT_MAX_DELTA:
+        if segment:
             return _segment_top(cur, stats, depth, (where, params) if filtered else None, share)
         return _threshold_top(cur, stats, depth, (where, params) if filtered else None)
+
+
+# Costs measured with bench/scale.py on 2 cores (100k and 1M chunks): scoring a kept chunk from its
+# own postings ~1.2 µs per query term; reading a segment ~30 ns per posting; looking a candidate
+# up against the filter ~5 µs.
+_KEPT_CHUNK_TERM_SECONDS = 1.2e-6
+_SEGMENT_POSTING_SECONDS = 30e-9
+_CANDIDATE_LOOKUP_SECONDS = 5e-6
+
+
+def _scoring_kept_chunks_is_cheaper(stats: "_KeywordStatistics", kept: float, share: float, depth: int,
+                                    segment: bool) -> bool:
+    """Whether a filter keeps so few chunks (PostgreSQL's estimate `kept`, `share` of the collection)
+    that scoring each from its own postings beats reading the terms' lists: the segment's arrays
+    and depth / share look-ups with one, or about depth / share chunk look-ups per term without."""
+    if not segment:
+        return kept <= len(stats.terms) * depth / share
+    scoring_kept = kept * len(stats.terms) * _KEPT_CHUNK_TERM_SECONDS
+    reading_segment = sum(stats.df) * _SEGMENT_POSTING_SECONDS + depth / share * _CANDIDATE_LOOKUP_SECONDS
+    return scoring_kept <= reading_segment
 
 
 def _segment_delta(cur, collection_id, max_ord: int) -> int:
@@ -280,6 +299,7 @@ class _KeywordStatistics:
     drift: float  # max(1, avgdl / impact_avgdl): stored impacts times this bound today's weights
     terms: list[str]
     idf: list[float]
+    df: list[int] = field(default_factory=list)  # chunks holding each term
     segment_max_ord: int | None = None  # the collection's keyword segment holds ordinals <= this; None: none
 
     @property
@@ -306,7 +326,7 @@ def _keyword_statistics(cur, q: RetrievalQuery) -> _KeywordStatistics | None:
     return _KeywordStatistics(
         collection_id=q.collection_id, n=n, avgdl=avgdl, drift=max(1.0, avgdl / reference),
         terms=[r[3] for r in rows], idf=[math.log(1 + (n - r[4] + 0.5) / (r[4] + 0.5)) for r in rows],
-        segment_max_ord=rows[0][5])
+        df=[r[4] for r in rows], segment_max_ord=rows[0][5])
 
 
 def _estimated_rows(cur, where: str, params: list) -> float:
