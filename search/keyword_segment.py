@@ -61,7 +61,7 @@ def segment_top(cursor, collection_id, scores: np.ndarray, depth: int, where: st
     fraction of chunks that pass (1 unfiltered), and each next one is four times larger, until
     `depth` passed or no scored ordinal is left.
     """
-    wanted = math.ceil((depth + 8) / max(share, 1e-3) * (1 if share >= 1 else 1.5))
+    wanted = first_batch_size(depth, share)
     looked_up = np.zeros(len(scores), dtype=bool)
     found: list[tuple] = []
     while len(found) < depth:
@@ -73,13 +73,22 @@ def segment_top(cursor, collection_id, scores: np.ndarray, depth: int, where: st
         if where is None:
             cursor.execute(_ORDINALS, [collection_id, batch.tolist()])
         else:
-            cursor.execute(f"{_ORDINALS} AND d.chunk_id IN (SELECT c.id FROM collections_chunk c WHERE {where})",
+            # One primary-key probe per candidate (OFFSET 0 keeps the planner from turning it into a
+            # join that reads every chunk the filter keeps).
+            cursor.execute(f"{_ORDINALS} AND EXISTS (SELECT 1 FROM (SELECT 1 FROM collections_chunk c "
+                           f"WHERE c.id = d.chunk_id AND {where} OFFSET 0) passes)",
                            [collection_id, batch.tolist(), *params])
         passed = {row[0]: row[1:] for row in cursor.fetchall()}
         found += [(*passed[o], float(scores[o])) for o in batch.tolist() if o in passed]
         wanted *= 4
     found.sort(key=lambda hit: -hit[2])
     return found[:depth]
+
+
+def first_batch_size(depth: int, share: float) -> int:
+    """Candidates looked up first for a page of `depth` when a share `share` of the chunks passes:
+    enough for `depth` to pass at that share, with half again as many under a filter."""
+    return math.ceil((depth + 8) / max(share, 1e-3) * (1 if share >= 1 else 1.5))
 
 
 def _best_first(scores: np.ndarray, k: int) -> np.ndarray:

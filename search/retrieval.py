@@ -245,23 +245,25 @@ def keyword_leg(q: RetrievalQuery, depth: int) -> list[Hit]:
         return _threshold_top(cur, stats, depth, (where, params) if filtered else None)
 
 
-# Costs measured with bench/scale.py on 2 cores (100k and 1M chunks): scoring a kept chunk from its
-# own postings ~1.2 µs per query term; reading a segment ~30 ns per posting; looking a candidate
-# up against the filter ~5 µs.
+# Costs measured with bench/scale.py on 2 cores at 100k and 1M chunks: scoring a kept chunk from its
+# own postings ~1.2 µs per query term; reading a segment ~30 ns per posting; checking a candidate
+# against the filter ~20 µs (a primary-key probe of a wide chunk row, mostly outside shared buffers).
 _KEPT_CHUNK_TERM_SECONDS = 1.2e-6
 _SEGMENT_POSTING_SECONDS = 30e-9
-_CANDIDATE_LOOKUP_SECONDS = 5e-6
+_CANDIDATE_LOOKUP_SECONDS = 20e-6
 
 
 def _scoring_kept_chunks_is_cheaper(stats: "_KeywordStatistics", kept: float, share: float, depth: int,
                                     segment: bool) -> bool:
     """Whether a filter keeps so few chunks (PostgreSQL's estimate `kept`, `share` of the collection)
     that scoring each from its own postings beats reading the terms' lists: the segment's arrays
-    and depth / share look-ups with one, or about depth / share chunk look-ups per term without."""
+    and its first batch of candidate look-ups with one, or about depth / share chunk look-ups per
+    term without."""
     if not segment:
         return kept <= len(stats.terms) * depth / share
     scoring_kept = kept * len(stats.terms) * _KEPT_CHUNK_TERM_SECONDS
-    reading_segment = sum(stats.df) * _SEGMENT_POSTING_SECONDS + depth / share * _CANDIDATE_LOOKUP_SECONDS
+    reading_segment = (sum(stats.df) * _SEGMENT_POSTING_SECONDS
+                       + keyword_segment.first_batch_size(depth, share) * _CANDIDATE_LOOKUP_SECONDS)
     return scoring_kept <= reading_segment
 
 

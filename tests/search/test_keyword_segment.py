@@ -127,11 +127,11 @@ def test_best_first_cut_keeps_the_k_largest(k):
 def test_a_segment_moves_the_cut_between_the_filtered_plans():
     """With a segment, scoring a filter's kept chunks one by one wins only while they are few: the
     0.1 % and 5 % filters of bench/scale.py at a million chunks go to the kept chunks and to the
-    segment respectively; a 1 % filter goes to the segment, where the row plans would score its chunks."""
+    segment respectively; a 2 % filter goes to the segment, where the row plans would score its chunks."""
     stats = retrieval._KeywordStatistics(collection_id=None, n=1e6, avgdl=80.0, drift=1.0, terms=["a"] * 8,
                                          idf=[1.0] * 8, df=[55_000] * 8)
     cheaper = retrieval._scoring_kept_chunks_is_cheaper
     assert cheaper(stats, 1_000, 0.001, 100, segment=True)
     assert not cheaper(stats, 50_000, 0.05, 100, segment=True)
-    assert not cheaper(stats, 10_000, 0.01, 100, segment=True)
-    assert cheaper(stats, 10_000, 0.01, 100, segment=False)
+    assert not cheaper(stats, 20_000, 0.02, 100, segment=True)
+    assert cheaper(stats, 20_000, 0.02, 100, segment=False)
