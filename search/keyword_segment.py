@@ -4,9 +4,9 @@ each query term's postings read as packed arrays and scored with numpy.
 BM25 is computed exactly as the SQL plans do, Σ idf(t) · tf·(k1+1) / (tf + k1·(1 − b + b·dl/avgdl)),
 in float64, with today's N, avgdl and df (the caller's statistics), so the scores are the
 exhaustive plan's. The postings of a term are summed per chunk ordinal with `numpy.bincount`;
-the best ordinals are then looked up in the chunk table best first, in batches, with the caller's
-filter and access condition: the look-up drops chunks deleted since the build, and those a
-filter or the access rule excludes. Chunks written since the build are not in the segment: the
+the best ordinals are then looked up in `collections_keyword_doc` best first, in batches, each
+checked against its chunk row when the caller has a filter or an access condition: the look-up
+drops chunks deleted since the build, and those a filter or the access rule excludes. Chunks written since the build are not in the segment: the
 caller scores them from their posting rows (search.retrieval.keyword_leg).
 """
 from __future__ import annotations
@@ -16,7 +16,8 @@ import math
 import numpy as np
 import psycopg
 
-_ORDINALS = "SELECT d.ord, d.chunk_id, d.entity_id FROM collections_keyword_doc d WHERE d.collection_id = %s AND d.ord = ANY(%s)"
+_ORDINALS = ("SELECT d.ord, d.chunk_id, d.entity_id FROM collections_keyword_doc d "
+             "WHERE d.collection_id = %s AND d.ord = ANY(%s)")
 _TERMS = """SELECT term, ords, tfs, dls FROM collections_keyword_segment_term
             WHERE collection_id = %s AND term = ANY(%s)"""
 
@@ -24,8 +25,9 @@ _TERMS = """SELECT term, ords, tfs, dls FROM collections_keyword_segment_term
 def segment_scores(cursor, collection_id, terms: list[str], idf: list[float], avgdl: float,
                    k1: float, b: float) -> np.ndarray:
     """BM25 score of every ordinal of the segment for the query terms: float64 array indexed by
-    ordinal (collections_keyword_doc; 0 where a chunk holds none of the terms). `cursor` is a Django cursor; the arrays
-    are read on its connection, in its transaction, in PostgreSQL's binary format."""
+    ordinal (collections_keyword_doc; 0 where a chunk holds none of the terms). `cursor` is a
+    Django cursor; the arrays are read on its connection, in its transaction, in PostgreSQL's
+    binary format."""
     weights_of = dict(zip(terms, idf))
     with psycopg.Cursor(cursor.cursor.connection) as raw:
         raw.execute(_TERMS, [collection_id, terms], binary=True)
