@@ -60,24 +60,30 @@ def keyword_segment_state(collection_id) -> SegmentState:
 
 
 def keyword_segment_refresh(collection_id, *, force: bool = False) -> dict | None:
-    """Rebuild the collection's keyword segment when it is due; run at the end of each sync job.
+    """Rebuild the collection's keyword segment when it is due; run after each sync job
+    (connectors.sync enqueues it as a task, so a long build never holds the job or a push request).
 
     Due: the collection has at least AIRWEAVE_KEYWORD_SEGMENT_MIN_CHUNKS chunks and either has no
     segment, or more than AIRWEAVE_KEYWORD_SEGMENT_MAX_DELTA chunks were written since its build,
-    or over a tenth of the chunks it holds were deleted since. Below the minimum a segment is
-    dropped (the row-posting plans are fast there). `force` rebuilds whatever the counts say.
+    or over a tenth of the chunks it was built with were deleted since. Below the minimum a
+    segment is dropped (the row-posting plans are fast there). `force` rebuilds whatever the counts
+    say. Concurrent refreshes of one collection queue on a lock and the later one finds it done.
     Returns {"chunks", "terms", "seconds"} when it built one, else None.
     """
-    state = keyword_segment_state(collection_id)
-    if state.chunks < settings.AIRWEAVE_KEYWORD_SEGMENT_MIN_CHUNKS and not force:
-        if state.has_segment:
-            keyword_segment_drop(collection_id)
-        return None
-    due = (not state.has_segment or state.delta > settings.AIRWEAVE_KEYWORD_SEGMENT_MAX_DELTA
-           or state.deleted * 9 > state.chunks - state.delta)  # deleted > a tenth of what it was built with
-    if not (due or force):
-        return None
-    return keyword_segment_build(collection_id)
+    started = time.perf_counter()
+    with transaction.atomic(), connection.cursor() as cur:
+        cur.execute(_LOCK, [str(collection_id)])
+        state = keyword_segment_state(collection_id)
+        if state.chunks < settings.AIRWEAVE_KEYWORD_SEGMENT_MIN_CHUNKS and not force:
+            if state.has_segment:
+                keyword_segment_drop(collection_id)
+            return None
+        due = (not state.has_segment or state.delta > settings.AIRWEAVE_KEYWORD_SEGMENT_MAX_DELTA
+               or state.deleted * 9 > state.chunks - state.delta)  # deleted > a tenth of what it was built with
+        if not (due or force):
+            return None
+        chunks, terms = _build(cur, collection_id)
+    return {"chunks": chunks, "terms": terms, "seconds": round(time.perf_counter() - started, 2)}
 
 
 def keyword_segment_build(collection_id) -> dict:
@@ -87,18 +93,23 @@ def keyword_segment_build(collection_id) -> dict:
     started = time.perf_counter()
     with transaction.atomic(), connection.cursor() as cur:
         cur.execute(_LOCK, [str(collection_id)])
-        cur.execute("SET LOCAL work_mem = '256MB'")
-        cur.execute("SELECT next_ord - 1 FROM collections_keyword_stats WHERE collection_id = %s", [collection_id])
-        row = cur.fetchone()
-        max_ord = row[0] if row else 0
-        cur.execute("DELETE FROM collections_keyword_segment WHERE collection_id = %s", [collection_id])
-        cur.execute("""INSERT INTO collections_keyword_segment (collection_id, max_ord, chunk_count)
-                       SELECT %s, %s, count(*) FROM collections_keyword_doc WHERE collection_id = %s AND ord <= %s
-                       RETURNING chunk_count""", [collection_id, max_ord, collection_id, max_ord])
-        chunks = cur.fetchone()[0]
-        cur.execute(_BUILD_TERMS, {"collection": collection_id, "max_ord": max_ord})
-        terms = cur.rowcount
+        chunks, terms = _build(cur, collection_id)
     return {"chunks": chunks, "terms": terms, "seconds": round(time.perf_counter() - started, 2)}
+
+
+def _build(cur, collection_id) -> tuple[int, int]:
+    """Replace the segment inside the caller's locked transaction; (chunks, term rows)."""
+    cur.execute("SET LOCAL work_mem = '256MB'")
+    cur.execute("SELECT next_ord - 1 FROM collections_keyword_stats WHERE collection_id = %s", [collection_id])
+    row = cur.fetchone()
+    max_ord = row[0] if row else 0
+    cur.execute("DELETE FROM collections_keyword_segment WHERE collection_id = %s", [collection_id])
+    cur.execute("""INSERT INTO collections_keyword_segment (collection_id, max_ord, chunk_count)
+                   SELECT %s, %s, count(*) FROM collections_keyword_doc WHERE collection_id = %s AND ord <= %s
+                   RETURNING chunk_count""", [collection_id, max_ord, collection_id, max_ord])
+    chunks = cur.fetchone()[0]
+    cur.execute(_BUILD_TERMS, {"collection": collection_id, "max_ord": max_ord})
+    return chunks, cur.rowcount
 
 
 def keyword_segment_drop(collection_id) -> None:

@@ -135,3 +135,23 @@ def test_a_segment_moves_the_cut_between_the_filtered_plans():
     assert not cheaper(stats, 50_000, 0.05, 100, segment=True)
     assert not cheaper(stats, 20_000, 0.02, 100, segment=True)
     assert cheaper(stats, 20_000, 0.02, 100, segment=False)
+
+
+def test_a_sync_job_refreshes_the_segment(make_collection, sync_folder, write_files, settings):
+    """The end of a sync job refreshes the segment (a task, run inline in tests): built once the
+    collection is large enough, rebuilt after more than the delta limit was written, and searched."""
+    settings.AIRWEAVE_KEYWORD_SEGMENT_MIN_CHUNKS = 3
+    settings.AIRWEAVE_KEYWORD_SEGMENT_MAX_DELTA = 1
+    collection = make_collection()
+    files = {f"note{i}.md": f"Note {i} about honey bees and the hive number {i}." for i in range(4)}
+    folder = write_files(files)
+    connection, _ = sync_folder(collection, folder)
+    first = KeywordSegment.objects.get(collection_id=collection.id)
+    assert first.chunk_count == Chunk.objects.filter(collection=collection).count() >= 4
+    (folder / "extra1.md").write_text("A late note on queen bees.")
+    (folder / "extra2.md").write_text("Another late note on drones.")
+    sync_folder(collection, folder, connection=connection)
+    second = KeywordSegment.objects.get(collection_id=collection.id)
+    assert second.max_ord > first.max_ord and second.chunk_count == Chunk.objects.filter(collection=collection).count()
+    q = RetrievalQuery(collection_id=collection.id, dims=collection.vector_size, text="queen bees", strategy="keyword")
+    _agree(keyword_leg(q, 10), keyword_leg_exhaustive(q, 10), 10)
