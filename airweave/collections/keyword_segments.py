@@ -60,8 +60,7 @@ def keyword_segment_state(collection_id) -> SegmentState:
 
 
 def keyword_segment_refresh(collection_id, *, force: bool = False) -> dict | None:
-    """Rebuild the collection's keyword segment when it is due; run after each sync job
-    (connectors.sync enqueues it as a task, so a long build never holds the job or a push request).
+    """Rebuild the collection's keyword segment when it is due; run at the end of each sync job.
 
     Due: the collection has at least AIRWEAVE_KEYWORD_SEGMENT_MIN_CHUNKS chunks and either has no
     segment, or more than AIRWEAVE_KEYWORD_SEGMENT_MAX_DELTA chunks were written since its build,

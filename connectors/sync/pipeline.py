@@ -36,6 +36,7 @@ from airweave.collections.access import (
     GROUP_PREFIX, MEMBERSHIP_FIELD_MAX_CHARS, USER_PREFIX, normalize_access, user_principal,
 )
 from airweave.collections.keyword_index import keyword_stats_refresh
+from airweave.collections.keyword_segments import keyword_segment_refresh
 from airweave.collections.models import SyncCursor, SyncJob
 from airweave.collections.services import (
     ChunkRecord, EntityRecord, access_memberships_replace, entities_delete, entities_write,
@@ -307,7 +308,7 @@ class SyncPipeline:
             if reported:
                 self.counters.deleted += entities_delete(source_connection=self.connection, entity_ids=reported)
             keyword_stats_refresh(self.collection.id)
-            _enqueue_keyword_segment_refresh(self.collection.id)
+            _refresh_keyword_segment(self.collection.id)
         self._checkpoint()
         SyncCursor.objects.update_or_create(sync_id=self.job.sync_id, defaults={"data": source.next_cursor()})
 
@@ -581,11 +582,12 @@ def _record_of(pending: _Pending) -> EntityRecord:
     )
 
 
-def _enqueue_keyword_segment_refresh(collection_id) -> None:
-    """Refresh the collection's keyword segment on a worker (inline where tasks run inline): a
-    rebuild takes about a minute at a million chunks, which neither the job nor a push request
-    should wait for, and a failed rebuild leaves the searches on the row-posting plans."""
-    from django_q.tasks import async_task
-
-    async_task("airweave.collections.keyword_segments.keyword_segment_refresh", str(collection_id),
-               task_name=f"keyword-segment-{collection_id}", group=f"keyword-segment-{collection_id}")
+def _refresh_keyword_segment(collection_id) -> None:
+    """Rebuild the collection's keyword segment when due (airweave.collections.keyword_segments).
+    A failed rebuild is logged and leaves the searches on the row-posting plans; it never fails the job."""
+    try:
+        keyword_segment_refresh(collection_id)
+    except DATABASE_ERRORS:
+        raise
+    except Exception:
+        logger.warning("keyword segment refresh of collection %s failed", collection_id, exc_info=True)

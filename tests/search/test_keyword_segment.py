@@ -138,7 +138,7 @@ def test_a_segment_moves_the_cut_between_the_filtered_plans():
 
 
 def test_a_sync_job_refreshes_the_segment(make_collection, sync_folder, write_files, settings):
-    """The end of a sync job refreshes the segment (a task, run inline in tests): built once the
+    """The end of a sync job refreshes the segment: built once the
     collection is large enough, rebuilt after more than the delta limit was written, and searched."""
     settings.AIRWEAVE_KEYWORD_SEGMENT_MIN_CHUNKS = 3
     settings.AIRWEAVE_KEYWORD_SEGMENT_MAX_DELTA = 1
