@@ -6,8 +6,9 @@ in float64, with today's N, avgdl and df (the caller's statistics), so the score
 exhaustive plan's. The postings of a term are summed per chunk ordinal with `numpy.bincount`;
 the best ordinals are then looked up in `collections_keyword_doc` best first, in batches, each
 checked against its chunk row when the caller has a filter or an access condition: the look-up
-drops chunks deleted since the build, and those a filter or the access rule excludes. Chunks written since the build are not in the segment: the
-caller scores them from their posting rows (search.retrieval.keyword_leg).
+drops chunks deleted since the build, and those a filter or the access rule excludes. Chunks
+written since the build are not in the segment: the caller scores them from their posting rows
+(search.retrieval.keyword_leg).
 """
 from __future__ import annotations
 

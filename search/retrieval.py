@@ -233,21 +233,23 @@ def keyword_leg(q: RetrievalQuery, depth: int) -> list[Hit]:
         if stats is None:
             return []
         share = 1.0
-        segment = stats.segment_max_ord is not None and _segment_delta(
-            cur, q.collection_id, stats.segment_max_ord) <= settings.AIRWEAVE_KEYWORD_SEGMENT_MAX_DELTA
+        delta = None if stats.segment_max_ord is None else _segment_delta(cur, q.collection_id, stats.segment_max_ord)
+        segment = delta is not None and delta <= settings.AIRWEAVE_KEYWORD_SEGMENT_MAX_DELTA
         if filtered:
             kept = _estimated_rows(cur, where, params)
             share = min(1.0, max(kept, 1) / stats.n)
             if _scoring_kept_chunks_is_cheaper(stats, kept, share, depth, segment):
                 return _score_filtered_chunks(cur, stats, where, params, depth)
         if segment:
-            return _segment_top(cur, stats, depth, (where, params) if filtered else None, share)
+            return _segment_top(cur, stats, depth, (where, params) if filtered else None, share, delta)
         return _threshold_top(cur, stats, depth, (where, params) if filtered else None)
 
 
-# Costs measured with bench/scale.py on 2 cores at 100k and 1M chunks: scoring a kept chunk from its
-# own postings ~1.2 µs per query term; reading a segment ~30 ns per posting; checking a candidate
-# against the filter ~20 µs (a primary-key probe of a wide chunk row, mostly outside shared buffers).
+# Rough unit costs, derived from timings of bench/scale.py's collections on 2 cores (100k and 1M
+# chunks; docs/benchmarks.md): scoring a kept chunk from its own postings ~1.2 µs per query term
+# (5,000 chunks of 8 terms in 54 ms); reading a segment ~30 ns per posting (fetch, weights and sum);
+# checking a candidate against the filter ~20 µs (a primary-key probe of a wide chunk row, mostly
+# outside shared buffers; 20-37 µs in EXPLAIN ANALYZE).
 _KEPT_CHUNK_TERM_SECONDS = 1.2e-6
 _SEGMENT_POSTING_SECONDS = 30e-9
 _CANDIDATE_LOOKUP_SECONDS = 20e-6
@@ -275,18 +277,20 @@ def _segment_delta(cur, collection_id, max_ord: int) -> int:
 
 
 def _segment_top(cur, stats: "_KeywordStatistics", depth: int, filtered: tuple[str, list] | None,
-                 share: float) -> list[Hit]:
+                 share: float, delta: int) -> list[Hit]:
     """The exact top `depth`: the segment's chunks scored from their packed postings
-    (search/keyword_segment.py), merged with the chunks written since its build, scored from their
-    posting rows."""
+    (search/keyword_segment.py), merged with the `delta` chunks written since its build, scored
+    from their posting rows."""
     scores = keyword_segment.segment_scores(cur, stats.collection_id, stats.terms, stats.idf, stats.avgdl,
                                             BM25_K1, BM25_B)
     where, params = filtered or (None, [])
     hits = [Hit(*row) for row in keyword_segment.segment_top(cur, stats.collection_id, scores, depth, where, params,
                                                              share)]
-    delta = "c.id IN (SELECT d.chunk_id FROM collections_keyword_doc d WHERE d.collection_id = %s AND d.ord > %s)"
-    hits += _score_filtered_chunks(cur, stats, f"{where or 'TRUE'} AND {delta}",
-                                   [*params, stats.collection_id, stats.segment_max_ord], depth)
+    if delta:
+        written_since = ("c.id IN (SELECT d.chunk_id FROM collections_keyword_doc d "
+                         "WHERE d.collection_id = %s AND d.ord > %s)")
+        hits += _score_filtered_chunks(cur, stats, f"{where or 'TRUE'} AND {written_since}",
+                                       [*params, stats.collection_id, stats.segment_max_ord], depth)
     hits.sort(key=lambda hit: -hit.score)
     return hits[:depth]
 

@@ -2,8 +2,8 @@
 "The keyword leg at scale").
 
 A segment packs, for every term of a collection, the postings of its chunks with ordinal
-<= max_ord (collections_keyword_doc) into one row of three arrays, so that a query reads a term's whole list
-as a few kilobytes to megabytes of bytes instead of one row per posting. Chunks written after
+<= max_ord (collections_keyword_doc) into one row of three arrays, so that a query reads a term's
+whole list as a few kilobytes to megabytes instead of one row per posting. Chunks written after
 the build are the segment's *delta* (ordinal > max_ord) and are scored from their posting
 rows; chunks deleted after it still have their postings in the arrays and are dropped when the
 query looks them up. The segment is rebuilt when either grows past its limit.
@@ -66,7 +66,8 @@ def keyword_segment_refresh(collection_id, *, force: bool = False) -> dict | Non
     segment, or more than AIRWEAVE_KEYWORD_SEGMENT_MAX_DELTA chunks were written since its build,
     or over a tenth of the chunks it was built with were deleted since. Below the minimum a
     segment is dropped (the row-posting plans are fast there). `force` rebuilds whatever the counts
-    say. Concurrent refreshes of one collection queue on a lock and the later one finds it done.
+    say. The build is one transaction (searches read the old segment until it commits); concurrent
+    refreshes of one collection queue on a lock and the later one finds it done.
     Returns {"chunks", "terms", "seconds"} when it built one, else None.
     """
     started = time.perf_counter()
@@ -81,17 +82,6 @@ def keyword_segment_refresh(collection_id, *, force: bool = False) -> dict | Non
                or state.deleted * 9 > state.chunks - state.delta)  # deleted > a tenth of what it was built with
         if not (due or force):
             return None
-        chunks, terms = _build(cur, collection_id)
-    return {"chunks": chunks, "terms": terms, "seconds": round(time.perf_counter() - started, 2)}
-
-
-def keyword_segment_build(collection_id) -> dict:
-    """Build the collection's segment anew over all its chunks, in one transaction (searches see
-    the old segment until it commits). Concurrent builds of one collection queue on a lock.
-    Returns {"chunks": chunks in it, "terms": term rows, "seconds": build time}."""
-    started = time.perf_counter()
-    with transaction.atomic(), connection.cursor() as cur:
-        cur.execute(_LOCK, [str(collection_id)])
         chunks, terms = _build(cur, collection_id)
     return {"chunks": chunks, "terms": terms, "seconds": round(time.perf_counter() - started, 2)}
 

@@ -12,15 +12,13 @@ import random
 import pytest
 from django.db import connection as db
 
-from airweave.collections.keyword_segments import (
-    keyword_segment_build, keyword_segment_refresh, keyword_segment_state,
-)
+from airweave.collections.keyword_segments import keyword_segment_refresh, keyword_segment_state
 from airweave.collections.models import Chunk, KeywordDoc, KeywordSegment
 from airweave.collections.services import entities_delete
 from search import keyword_segment, retrieval
 from search.filters import compile_filter_groups
 from search.retrieval import RetrievalQuery, keyword_leg, keyword_leg_exhaustive
-from tests.search.test_keyword_plans import FILTERS, QUERIES, _agree, _write, corpus  # noqa: F401 (fixture)
+from tests.search.test_keyword_plans import FILTERS, _agree, _write, agree_on_every_query, corpus  # noqa: F401
 
 
 def _used_segment(monkeypatch) -> list:
@@ -48,24 +46,18 @@ def test_ordinals_are_unique_and_dense_per_collection(corpus):
 @pytest.mark.parametrize("principals", [None, ["user:a@example.com"], ["user:a@example.com", "group:g1"]])
 def test_segment_plan_matches_the_exhaustive_ranking(corpus, filter_name, principals, monkeypatch):
     collection, connection = corpus
-    keyword_segment_build(collection.id)
+    keyword_segment_refresh(collection.id, force=True)
     _write(connection, collection, random.Random(9), 15, "late", lengths=(80, 200))  # delta, longer chunks
     entities_delete(source_connection=connection, entity_ids=[f"e{e}" for e in range(0, 120, 7)])
     monkeypatch.setattr(retrieval, "_estimated_rows", lambda *args: 10**9)  # never the kept-chunks plan
     calls = _used_segment(monkeypatch)
-    groups = FILTERS[filter_name]
-    condition = compile_filter_groups(groups) if groups else None
-    for text in QUERIES:
-        for depth in (1, 3, 10, 50, 400):
-            q = RetrievalQuery(collection_id=collection.id, dims=collection.vector_size, text=text, strategy="keyword",
-                               principals=principals, **({"condition": condition} if condition else {}))
-            _agree(keyword_leg(q, depth), keyword_leg_exhaustive(q, depth), depth)
+    agree_on_every_query(collection, filter_name, principals)
     assert calls, "the segment plan never ran"
 
 
 def test_a_large_delta_falls_back_to_the_row_postings(corpus, settings, monkeypatch):
     collection, connection = corpus
-    keyword_segment_build(collection.id)
+    keyword_segment_refresh(collection.id, force=True)
     settings.AIRWEAVE_KEYWORD_SEGMENT_MAX_DELTA = 3
     _write(connection, collection, random.Random(10), 5, "late")
     calls = _used_segment(monkeypatch)
@@ -99,7 +91,7 @@ def test_refresh_builds_when_due_and_drops_below_the_minimum(corpus, settings):
 
 def test_packed_arrays_hold_each_posting_once(corpus):
     collection, _ = corpus
-    keyword_segment_build(collection.id)
+    keyword_segment_refresh(collection.id, force=True)
     with db.cursor() as cur:
         cur.execute("SELECT sum(postings), sum(length(ords)) / 4, sum(length(tfs)) / 2, sum(length(dls)) / 2 "
                     "FROM collections_keyword_segment_term WHERE collection_id = %s", [collection.id])
